@@ -1,0 +1,64 @@
+"""The one error hierarchy of kernel-deps.
+
+Errors carry data and a message; they never print. The CLI renders each one once, as a
+single line, and exits with the error's ``exit_code`` (1: a problem found, 2: bad input).
+"""
+
+from __future__ import annotations
+
+
+class KernelDepsError(Exception):
+    """Base of every foreseeable kernel-deps failure."""
+
+    exit_code = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UsageError(KernelDepsError):
+    """The user's input (arguments, pyproject, lock) is invalid."""
+
+    exit_code = 2
+
+
+class InvalidRepoIdError(UsageError):
+    """A kernel repo id is not of the form ``org/name``."""
+
+
+class HubError(KernelDepsError):
+    """The Hub could not answer a question kernel-deps asked."""
+
+
+class RepoNotFoundError(HubError):
+    """No kernel (or legacy model) repo of that id exists, or it is private."""
+
+    def __init__(self, repo_id: str, endpoint: str) -> None:
+        super().__init__(
+            f"kernel repo {repo_id!r} not found on {endpoint}; check the name, "
+            "or set HF_TOKEN if the repo is private"
+        )
+        self.repo_id = repo_id
+        self.endpoint = endpoint
+
+
+class RevisionNotFoundError(HubError):
+    """A revision (branch, tag or commit) does not exist in a repo."""
+
+    def __init__(self, repo_id: str, revision: str) -> None:
+        super().__init__(f"{repo_id}: revision {revision!r} not found on the Hub")
+        self.repo_id = repo_id
+        self.revision = revision
+
+
+class HubAuthError(HubError):
+    """The Hub refused the request for lack of (valid) credentials."""
+
+
+class HubUnavailableError(HubError):
+    """The Hub could not be reached or kept failing after retries."""
+
+
+class OfflineError(HubError):
+    """The operation needs the Hub but offline mode is on."""

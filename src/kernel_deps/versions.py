@@ -1,0 +1,70 @@
+"""Kernel versions: turning a repo's git refs into ordered candidate versions.
+
+Two conventions coexist on the Hub: tags ``vX.Y.Z`` (or ``vX.Y``) carry PEP 440 versions,
+and branches ``vN`` track the newest release of major ``N``. Other refs (``main``,
+feature branches, odd tags) are not versions and are ignored here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Literal
+
+from packaging.version import InvalidVersion, Version
+
+RefKind = Literal["tag", "branch"]
+
+# vX.Y or vX.Y.Z, optionally followed by PEP 440 pre/post/dev segments (v2.0.0rc1).
+_TAG = re.compile(r"^v(\d+\.\d+(?:\.\d+)?(?:[-._]?(?:a|b|c|rc|alpha|beta|pre|preview|post|dev)\.?\d*)*)$")
+_MAJOR_BRANCH = re.compile(r"^v(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class GitRef:
+    """A branch or tag of a repo and the commit it points at."""
+
+    name: str
+    kind: RefKind
+    commit: str
+
+
+@dataclass(frozen=True, slots=True)
+class KernelVersion:
+    """A ref that names a version: a ``vX.Y.Z`` tag or a ``vN`` major branch."""
+
+    ref: GitRef
+    version: Version
+
+    @property
+    def is_branch(self) -> bool:
+        """True for a ``vN`` major branch."""
+        return self.ref.kind == "branch"
+
+    @property
+    def sort_key(self) -> tuple[Version, int]:
+        """Newest-last ordering; a ``vN`` branch sorts above every ``vN.*`` tag."""
+        if self.is_branch:
+            return (Version(f"{self.version.major}.99999999"), 1)
+        return (self.version, 0)
+
+
+def parse_version_ref(ref: GitRef) -> KernelVersion | None:
+    """The version a ref names, or None when the ref is not a version."""
+    if ref.kind == "branch":
+        match = _MAJOR_BRANCH.match(ref.name)
+        return KernelVersion(ref, Version(match.group(1))) if match else None
+    match = _TAG.match(ref.name)
+    if not match:
+        return None
+    try:
+        version = Version(match.group(1))
+    except InvalidVersion:
+        return None
+    return KernelVersion(ref, version)
+
+
+def versions_from_refs(refs: Iterable[GitRef]) -> list[KernelVersion]:
+    """Every version among ``refs``, newest first."""
+    found = [v for v in map(parse_version_ref, refs) if v is not None]
+    return sorted(found, key=lambda v: v.sort_key, reverse=True)

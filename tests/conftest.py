@@ -1,0 +1,51 @@
+"""Shared fixtures: the sample kernel catalogue served by a local olah Hub."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.builder import BuiltRepo, KernelRepo, build_catalogue, build_repo
+from tests.fixtures.localhub import LocalHub
+
+
+@dataclass
+class HubWorld:
+    """The running local Hub and the repositories it serves."""
+
+    hub: LocalHub
+    repos: dict[str, BuiltRepo]
+
+    @property
+    def url(self) -> str:
+        return self.hub.url
+
+    def add_repo(self, spec: KernelRepo) -> BuiltRepo:
+        """Build another repo into the served mirrors (use a unique repo id per test)."""
+        built = build_repo(self.hub.mirrors, spec)
+        self.repos[spec.repo_id] = built
+        return built
+
+
+@pytest.fixture(scope="session")
+def local_hub(tmp_path_factory: pytest.TempPathFactory) -> HubWorld:
+    """olah on 127.0.0.1 serving the sample catalogue, for the whole session."""
+    root = tmp_path_factory.mktemp("hub")
+    repos = build_catalogue(root / "mirrors")
+    hub = LocalHub(root / "mirrors", root / "olah").start()
+    yield HubWorld(hub, repos)
+    hub.stop()
+
+
+@pytest.fixture
+def hub_env(local_hub: HubWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> HubWorld:
+    """Point kernel-deps and huggingface_hub at the local Hub with an empty cache."""
+    monkeypatch.setenv("HF_ENDPOINT", local_hub.url)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("KERNELS_CACHE", raising=False)
+    return local_hub

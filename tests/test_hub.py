@@ -1,0 +1,113 @@
+"""kernel_deps.hub through the real huggingface_hub client and a local olah Hub."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from huggingface_hub import hf_hub_download
+
+from kernel_deps.errors import (
+    HubUnavailableError,
+    InvalidRepoIdError,
+    OfflineError,
+    RepoNotFoundError,
+    RevisionNotFoundError,
+)
+from kernel_deps.hub import HubClient
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, git_blob_id
+from tests.fixtures.localhub import free_port
+
+
+def test_list_refs_of_a_kernel_repo(hub_env) -> None:
+    built = hub_env.repos["kernels-test/activation"]
+    listing = HubClient().list_refs("kernels-test/activation")
+    assert listing.repo_type == "kernel"
+    got = {(r.name, r.kind): r.commit for r in listing.refs}
+    # Annotated tags are peeled to the commit they name.
+    assert got[("v1.1.0", "tag")] == built.commits["1.1.0"]
+    assert got[("v1.0.0", "tag")] == built.commits["1.0.0"]
+    assert got[("v1", "branch")] == built.commits["1.2.0"]
+    assert got[("main", "branch")] == built.commits["2.0.0"]
+
+
+def test_legacy_model_repo_is_found(hub_env) -> None:
+    listing = HubClient().list_refs("kernels-test/legacy-gelu")
+    assert listing.repo_type == "model"
+    assert {r.name for r in listing.refs} >= {"v0.1.0", "v0.2.0", "v0", "main"}
+
+
+def test_variant_tree_has_blob_ids_and_lfs_sha256(hub_env) -> None:
+    built = hub_env.repos["kernels-test/activation"]
+    commit = built.commits["1.2.0"]
+    client = HubClient()
+    files = client.list_variant_files("kernels-test/activation", commit, CPU_VARIANT)
+    expected = {p: c for p, c in built.files["1.2.0"].items() if p.startswith(f"build/{CPU_VARIANT}/")}
+    assert {f.path for f in files} == set(expected)
+    for f in files:
+        content = expected[f.path]
+        assert f.blob_id == git_blob_id(content.committed)
+        assert f.lfs_sha256 == (hashlib.sha256(content.data).hexdigest() if content.lfs else None)
+        assert f.size == len(content.data)
+    assert any(f.lfs_sha256 for f in files)
+    assert sorted(client.list_variants("kernels-test/activation", commit)) == sorted(
+        {p.split("/")[1] for p in built.files["1.2.0"]}
+    )
+
+
+def test_lfs_file_downloads_with_original_bytes(hub_env, tmp_path) -> None:
+    built = hub_env.repos["kernels-test/activation"]
+    commit = built.commits["2.0.0"]
+    path, content = next((p, c) for p, c in built.files["2.0.0"].items() if c.lfs and CUDA_VARIANT in p)
+    local = hf_hub_download(
+        "kernels-test/activation", path, repo_type="kernel", revision=commit,
+        endpoint=hub_env.url, cache_dir=tmp_path / "cache",
+    )
+    with open(local, "rb") as fh:
+        assert fh.read() == content.data
+
+
+def test_read_metadata_lists_kernel_depends(hub_env) -> None:
+    built = hub_env.repos["kernels-test/attention"]
+    metadata = HubClient().read_metadata("kernels-test/attention", built.commits["1.4.0"], CPU_VARIANT)
+    assert metadata["kernel-depends"] == [{"repo-id": "kernels-test/rotary", "version": ">=2"}]
+    assert metadata == json.loads(built.files["1.4.0"][f"build/{CPU_VARIANT}/metadata.json"].data)
+
+
+def test_commit_without_build_folder_has_no_variants(hub_env) -> None:
+    # The first commit of a repo with no build/ at all: an empty variant list, not an error.
+    from tests.fixtures.builder import KernelRepo, Release
+
+    built = hub_env.add_repo(KernelRepo("kernels-test/hub-empty-variants", (Release("1.0.0", variants=()),)))
+    assert HubClient().list_variants("kernels-test/hub-empty-variants", built.commits["1.0.0"]) == []
+
+
+def test_unknown_repo(hub_env) -> None:
+    with pytest.raises(RepoNotFoundError, match="kernels-test/does-not-exist"):
+        HubClient().list_refs("kernels-test/does-not-exist")
+
+
+def test_unknown_commit(hub_env) -> None:
+    client = HubClient()
+    client.list_refs("kernels-test/activation")
+    with pytest.raises(RevisionNotFoundError, match="'f{40}'"):
+        client.list_variant_files("kernels-test/activation", "f" * 40, CPU_VARIANT)
+
+
+def test_invalid_repo_id_is_rejected_before_any_request(hub_env) -> None:
+    for bad in ["activation", "a/b/c", "-a/b", "a/b-", "a//b", "a/b..c", ""]:
+        with pytest.raises(InvalidRepoIdError):
+            HubClient().list_refs(bad)
+
+
+def test_hub_down_fails_after_bounded_retries() -> None:
+    client = HubClient(endpoint=f"http://127.0.0.1:{free_port()}", retries=2, backoff=0.01)
+    with pytest.raises(HubUnavailableError, match="cannot reach the Hub"):
+        client.list_refs("kernels-test/activation")
+
+
+def test_offline_mode_refuses_network(hub_env, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(OfflineError, match="HF_HUB_OFFLINE"):
+        HubClient().list_refs("kernels-test/activation")
