@@ -49,3 +49,12 @@ def hub_env(local_hub: HubWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.delenv("KERNELS_CACHE", raising=False)
     return local_hub
+
+
+@pytest.fixture
+def proxy(local_hub: HubWorld):
+    """A fault-injecting proxy in front of the local Hub (faults off until a test sets them)."""
+    from tests.fixtures.faultproxy import FaultProxy
+
+    with FaultProxy(local_hub.url, seed=1234) as fault_proxy:
+        yield fault_proxy

@@ -111,3 +111,17 @@ def test_offline_mode_refuses_network(hub_env, monkeypatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(OfflineError, match="HF_HUB_OFFLINE"):
         HubClient().list_refs("kernels-test/activation")
+
+
+def test_transient_5xx_are_retried(hub_env, proxy) -> None:
+    proxy.error_schedule = [503, 502]
+    listing = HubClient(endpoint=proxy.url, backoff=0.01).list_refs("kernels-test/rotary")
+    assert {r.name for r in listing.refs} >= {"v1.0.0", "v2"}
+    assert proxy.counts[("GET", "/api/kernels/kernels-test/rotary/refs")] == 3
+
+
+def test_persistent_5xx_fail_clearly_after_bounded_retries(hub_env, proxy) -> None:
+    proxy.fail_all()
+    with pytest.raises(HubUnavailableError, match=r"kept failing \(HTTP 503 after 3 attempts\)"):
+        HubClient(endpoint=proxy.url, retries=2, backoff=0.01).list_refs("kernels-test/rotary")
+    assert proxy.total_requests() == 3
