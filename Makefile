@@ -5,9 +5,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test demo clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade --no-deps --target $(VENV)/compat/kernels-0.16 kernels==0.16.0 kernels-data==0.16.2
 	touch $(STAMP)
 
 test: $(STAMP)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import click
 
 from kernel_deps import __version__
-from kernel_deps.errors import KernelDepsError
+from kernel_deps.errors import KernelDepsError, UsageError
 from kernel_deps.hub import HubClient
-from kernel_deps.versions import versions_from_refs
+from kernel_deps.versions import default_requirement, versions_from_refs
+
+_PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
 
 
 class _Group(click.Group):
@@ -71,3 +74,87 @@ def versions(repo_id: str, as_json: bool) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
+
+
+def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
+    name = outcome.path.name
+    if as_json:
+        payload = {
+            "lockfile": str(outcome.path),
+            "up_to_date": outcome.up_to_date,
+            "written": outcome.written,
+            "changes": outcome.changes,
+            "kernels": [
+                {"repo_id": k.repo_id, "version": k.version, "sha": k.sha, "variants": len(k.variants)}
+                for k in outcome.lock.kernels
+            ],
+        }
+        click.echo(json.dumps(payload, indent=2))
+    elif check:
+        if outcome.up_to_date:
+            click.echo(f"{name} is up to date ({len(outcome.lock.kernels)} kernels)")
+        else:
+            why = "is missing" if outcome.previous is None and not outcome.path.exists() else "is out of date"
+            click.echo(f"{name} {why}; run 'kernels lock' to update it:", err=True)
+            for line in outcome.changes:
+                click.echo(f"  {line}", err=True)
+    else:
+        for line in outcome.changes:
+            click.echo(line)
+        state = f"wrote {name}" if outcome.written else f"{name} is up to date"
+        click.echo(f"Locked {len(outcome.lock.kernels)} kernels; {state}")
+    if check and not outcome.up_to_date:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.option("--check", is_flag=True, help="Exit 1 if kernels.lock is missing or would change; write nothing.")
+@click.option("--upgrade", "-U", is_flag=True, help="Ignore locked pins: take the newest allowed versions.")
+@click.option("--upgrade-package", "-P", "upgrade_packages", multiple=True, metavar="ORG/NAME",
+              help="Release the pin of one kernel (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary.")
+def lock(project_dir: Path, check: bool, upgrade: bool, upgrade_packages: tuple[str, ...], as_json: bool) -> None:
+    """Resolve [tool.kernels.dependencies] into kernels.lock (commits and variant hashes)."""
+    from kernel_deps.locking import lock_project
+
+    outcome = lock_project(project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=not check)
+    _render_outcome(outcome, as_json=as_json, check=check)
+
+
+@main.command()
+@click.argument("requirement", metavar="ORG/NAME[SPEC]")
+@click.option("--project", "project_dir", default=".", type=_PROJECT_DIR, help="The project directory.")
+def add(requirement: str, project_dir: Path) -> None:
+    """Add a kernel to [tool.kernels.dependencies] and relock.
+
+    SPEC is a PEP 440 range (kernels-community/activation>=1.2,<2) or @REVISION; without
+    one, the newest release's major series is taken (>=X.Y.Z,<X+1).
+    """
+    from kernel_deps.locking import edit_and_relock
+    from kernel_deps.spec import add_requirement, parse_add_argument
+
+    repo_id, value = parse_add_argument(requirement)
+    hub = HubClient()
+    if value is None:
+        value = default_requirement(versions_from_refs(hub.list_refs(repo_id).refs))
+        if value is None:
+            raise UsageError(f"{repo_id} has no versions (no vX.Y.Z tags or vN branches); add it as {repo_id}@REVISION")
+    source = str(project_dir / "pyproject.toml")
+    outcome = edit_and_relock(project_dir, lambda text: add_requirement(text, repo_id, value, source=source), hub=hub)
+    click.echo(f"Added {repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
+    _render_outcome(outcome, as_json=False, check=False)
+
+
+@main.command()
+@click.argument("repo_id", metavar="ORG/NAME")
+@click.option("--project", "project_dir", default=".", type=_PROJECT_DIR, help="The project directory.")
+def remove(repo_id: str, project_dir: Path) -> None:
+    """Remove a kernel from [tool.kernels.dependencies] and relock."""
+    from kernel_deps.locking import edit_and_relock
+    from kernel_deps.spec import remove_requirement
+
+    source = str(project_dir / "pyproject.toml")
+    outcome = edit_and_relock(project_dir, lambda text: remove_requirement(text, repo_id, source=source))
+    click.echo(f"Removed {repo_id}")
+    _render_outcome(outcome, as_json=False, check=False)

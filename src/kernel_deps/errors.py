@@ -62,3 +62,27 @@ class HubUnavailableError(HubError):
 
 class OfflineError(HubError):
     """The operation needs the Hub but offline mode is on."""
+
+
+class PyprojectError(UsageError):
+    """``pyproject.toml`` is missing, unreadable, or has an invalid kernels table."""
+
+
+class LockfileError(UsageError):
+    """``kernels.lock`` is unreadable or malformed; the message names the bad entry and key."""
+
+
+class ResolutionError(KernelDepsError):
+    """The requirements cannot all be satisfied; ``causes`` says who asked for what."""
+
+    def __init__(self, message: str, causes: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.causes = causes or []
+
+
+class InvalidKernelMetadataError(KernelDepsError):
+    """A kernel's ``metadata.json`` on the Hub is malformed or declares unreadable dependencies."""
+
+
+class FileWriteError(KernelDepsError):
+    """A file could not be written (permissions, full disk); nothing was half-written."""

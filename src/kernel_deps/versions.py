@@ -68,3 +68,18 @@ def versions_from_refs(refs: Iterable[GitRef]) -> list[KernelVersion]:
     """Every version among ``refs``, newest first."""
     found = [v for v in map(parse_version_ref, refs) if v is not None]
     return sorted(found, key=lambda v: v.sort_key, reverse=True)
+
+
+def default_requirement(found: list[KernelVersion]) -> str | int | None:
+    """What ``kernels add ORG/NAME`` writes when no range is given.
+
+    The newest final tag ``vX.Y.Z`` gives ``">=X.Y.Z,<X+1"`` (a new major may break the
+    API); a repo with only ``vN`` branches gives the major ``N``; None when there are no
+    versions at all.
+    """
+    tags = [v for v in found if not v.is_branch and not v.version.is_prerelease]
+    if tags:
+        newest = max(tags, key=lambda v: v.version)
+        return f">={newest.version},<{newest.version.major + 1}"
+    branches = [v for v in found if v.is_branch]
+    return max(branches, key=lambda v: v.version).version.major if branches else None

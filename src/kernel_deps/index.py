@@ -1,0 +1,153 @@
+"""The resolver's view of the Hub for one run: refs, trees and dependencies, fetched once.
+
+Every answer is memoised per run, so a repo's refs are listed once however often the
+resolver asks. Work for independent repos runs concurrently: when a candidate's
+dependencies become known, their refs and the dependencies of their most likely pick are
+fetched in background threads, so resolving N kernels costs about as many round trips
+as resolving one. A background failure is kept and raised only if the resolver asks for
+that answer.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterable, TypeVar
+
+from kernel_deps.errors import InvalidKernelMetadataError, PyprojectError
+from kernel_deps.hub import BUILD_DIR, HubClient, RepoRefs, TreeFile
+from kernel_deps.spec import KernelRequirement, parse_kernel_depends
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class VariantTree:
+    """The files of every variant of a repo at one commit."""
+
+    files: dict[str, tuple[TreeFile, ...]]
+
+    @property
+    def variants(self) -> list[str]:
+        return sorted(self.files)
+
+
+class _Once:
+    """A value computed by exactly one thread; others wait for it."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: object = None
+        self.error: BaseException | None = None
+
+
+class KernelIndex:
+    """Memoised, concurrent access to the refs, trees and dependencies of kernel repos."""
+
+    def __init__(self, hub: HubClient, *, max_workers: int = 8) -> None:
+        self.hub = hub
+        # Prefetch tasks may wait on Hub calls; Hub calls never wait on anything. Two pools
+        # keep a full prefetch pool from starving the calls it waits for.
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kernel-deps-prefetch")
+        self._calls = ThreadPoolExecutor(max_workers=2 * max_workers, thread_name_prefix="kernel-deps-hub")
+        self._memo: dict[tuple, _Once] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stop background work (pending prefetches are dropped)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._calls.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> "KernelIndex":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- answers ----------------------------------------------------------------------
+
+    def refs(self, repo_id: str) -> RepoRefs:
+        """The repo's refs, listed once per run."""
+        return self._once(("refs", repo_id), lambda: self.hub.list_refs(repo_id))
+
+    def tree(self, repo_id: str, commit: str) -> VariantTree:
+        """Every file under ``build/`` at ``commit``, grouped by variant; listed once."""
+
+        def fetch() -> VariantTree:
+            grouped: dict[str, list[TreeFile]] = {}
+            prefix = BUILD_DIR + "/"
+            for entry in self.hub.list_variant_files(repo_id, commit):
+                variant, _, rest = entry.path[len(prefix):].partition("/")
+                if entry.path.startswith(prefix) and rest:
+                    grouped.setdefault(variant, []).append(entry)
+            return VariantTree({v: tuple(files) for v, files in grouped.items()})
+
+        return self._once(("tree", repo_id, commit), fetch)
+
+    def dependencies(self, repo_id: str, commit: str) -> tuple[KernelRequirement, ...]:
+        """The union of ``kernel-depends`` over the variants' metadata at ``commit``."""
+
+        def fetch() -> tuple[KernelRequirement, ...]:
+            tree = self.tree(repo_id, commit)
+            variants = [v for v, files in tree.files.items() if any(f.path.endswith(f"/{v}/metadata.json") for f in files)]
+            metadata = list(self._calls.map(lambda v: self.hub.read_metadata(repo_id, commit, v), variants))
+            found: dict[tuple, KernelRequirement] = {}
+            for variant, meta in zip(variants, metadata):
+                source = f"{repo_id}@{commit[:12]} build/{variant}/metadata.json"
+                try:
+                    requirements = parse_kernel_depends(meta.get("kernel-depends", []), source=source)
+                except PyprojectError as exc:
+                    raise InvalidKernelMetadataError(exc.message) from None
+                for req in requirements:
+                    found.setdefault((req.repo_id, req.text), req)
+            return tuple(found[key] for key in sorted(found))
+
+        return self._once(("deps", repo_id, commit), fetch)
+
+    # -- speculation ------------------------------------------------------------------
+
+    def prefetch(self, requirements: Iterable[KernelRequirement], pick: Callable[[KernelRequirement], str | None]) -> None:
+        """In the background: list refs for each requirement, then fetch the dependencies
+        of the commit ``pick`` would choose for it, and so on down the graph."""
+
+        def warm(req: KernelRequirement) -> None:
+            self.refs(req.repo_id)
+            commit = pick(req)
+            if commit is not None:
+                # Follow the likely picks down the graph, so deep chains warm up too.
+                self.prefetch(self.dependencies(req.repo_id, commit), pick)
+
+        for req in requirements:
+            key = ("prefetch", req.repo_id, req.text)
+            with self._lock:
+                if key in self._memo:
+                    continue
+                self._memo[key] = _Once()
+            self._pool.submit(self._quietly, warm, req)
+
+    @staticmethod
+    def _quietly(fn: Callable[[KernelRequirement], None], req: KernelRequirement) -> None:
+        try:
+            fn(req)
+        except BaseException:  # noqa: BLE001 - kept in the memo; raised when asked for
+            pass
+
+    def _once(self, key: tuple, compute: Callable[[], T]) -> T:
+        with self._lock:
+            slot = self._memo.get(key)
+            owner = slot is None
+            if owner:
+                slot = self._memo[key] = _Once()
+        if owner:
+            try:
+                slot.value = compute()
+            except BaseException as exc:  # noqa: BLE001 - re-raised to every asker
+                slot.error = exc
+            finally:
+                slot.done.set()
+        else:
+            slot.done.wait()
+        if slot.error is not None:
+            raise slot.error
+        return slot.value  # type: ignore[return-value]
