@@ -158,3 +158,100 @@ def remove(repo_id: str, project_dir: Path) -> None:
     outcome = edit_and_relock(project_dir, lambda text: remove_requirement(text, repo_id, source=source))
     click.echo(f"Removed {repo_id}")
     _render_outcome(outcome, as_json=False, check=False)
+
+
+def _download_progress(quiet: bool):
+    from kernel_deps.download import Progress
+
+    class Lines(Progress):
+        def variant_done(self, task, *, cached, files, size):
+            state = "already in the cache, verified" if cached else f"downloaded {files} files ({size:,} bytes), verified"
+            click.echo(f"{task.label}: {state}")
+
+    class Bar(Lines):
+        def start(self, tasks):
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=None, unit="B", unit_scale=True, desc="kernels", leave=False)
+
+        def add_bytes(self, count):
+            self.bar.update(count)
+
+        def variant_done(self, task, **kwargs):
+            self.bar.clear()
+            super().variant_done(task, **kwargs)
+
+    if quiet:
+        return Progress()
+    return Bar() if sys.stderr.isatty() else Lines()
+
+
+@main.command()
+@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.option("--all-variants", is_flag=True, help="Download every locked variant, not just this machine's.")
+@click.option("--variant", "variants", multiple=True, metavar="NAME",
+              help="Download this variant (repeatable), e.g. to build an image for another machine.")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+def download(project_dir: Path, all_variants: bool, variants: tuple[str, ...], quiet: bool) -> None:
+    """Fetch exactly what kernels.lock pins into the Hugging Face cache, verified."""
+    from kernel_deps.download import download_project
+
+    report = download_project(project_dir, all_variants=all_variants, variants=variants, progress=_download_progress(quiet))
+    if not quiet:
+        click.echo(
+            f"{len(report.fetched) + len(report.already_cached)} variants present and verified "
+            f"({len(report.fetched)} downloaded, {report.files_fetched} files, {report.bytes_fetched:,} bytes)"
+        )
+
+
+# -- kernels verify ---------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.option("--online", is_flag=True,
+              help="Also ask the Hub: do the locked commits still exist, do the locked tags and branches still point at them?")
+@click.option("--require-cached", is_flag=True, help="Also fail when this machine's variant of a kernel is not in the cache.")
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable report.")
+def verify(project_dir: Path, online: bool, require_cached: bool, as_json: bool) -> None:
+    """Check that pyproject.toml, kernels.lock and the cache agree (no network unless --online)."""
+    from kernel_deps.verify import CACHE_KINDS, verify_project
+
+    try:
+        report = verify_project(project_dir, online=online, require_cached=require_cached)
+    except KernelDepsError as exc:
+        if as_json:  # CI tools still get JSON; the group prints the one-line error and exits
+            click.echo(json.dumps({"ok": False, "error": exc.message, "problems": [], "verified": []}, indent=2))
+        raise
+    if as_json:
+        payload = {
+            "ok": report.ok,
+            "lockfile": str(report.lockfile),
+            "online": report.online,
+            "kernels": report.kernels,
+            "problems": [vars(problem) for problem in report.problems],
+            "verified": [
+                {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash, "path": str(c.path)}
+                for c in report.verified
+            ],
+        }
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        for problem in report.problems:
+            click.echo(problem.message)
+            if problem.expected is not None or problem.got is not None:
+                click.echo(f"    Expected: {problem.expected or '(none)'}")
+                click.echo(f"    Got:      {problem.got or '(none)'}")
+        count = len(report.problems)
+        if count:
+            click.echo(f"{count} problem{'s' if count != 1 else ''} found")
+            if any(p.kind in CACHE_KINDS - {"not-cached", "no-variant"} for p in report.problems):
+                click.echo("hint: the cache differs from kernels.lock; run 'kernels download' to replace what differs")
+        else:
+            hub = "; every locked commit, tag and branch checked on the Hub" if report.online else ""
+            click.echo(
+                f"kernels.lock, pyproject.toml and the cache agree "
+                f"({report.kernels} kernels, {len(report.verified)} cached variants verified){hub}"
+            )
+    if not report.ok:
+        sys.exit(1)

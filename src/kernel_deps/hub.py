@@ -14,6 +14,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, TypeVar
 
 import httpx2
@@ -183,6 +184,41 @@ class HubClient:
             return b"".join(chunks)
 
         return self._call(repo_id, commit, fetch)
+
+    def download_to(
+        self,
+        repo_id: str,
+        commit: str,
+        path: str,
+        dest: Path,
+        *,
+        size: int | None = None,
+        on_bytes: Callable[[int], None] | None = None,
+    ) -> None:
+        """Stream one file at ``commit`` into ``dest``; a retry after a transient fault
+        resumes with a Range request where the server allows it."""
+        repo_type = self.repo_type(repo_id)
+        url = hf_hub_url(repo_id, path, repo_type=repo_type, revision=commit, endpoint=self.endpoint)
+
+        def fetch() -> None:
+            have = dest.stat().st_size if dest.exists() else 0
+            headers = build_hf_headers(token=self.token)
+            if have and size is not None and have < size:
+                headers["Range"] = f"bytes={have}-"
+            with get_session().stream("GET", url, headers=headers, timeout=self.timeout, follow_redirects=True) as resp:
+                if resp.status_code >= 400:
+                    resp.read()
+                    resp.raise_for_status()
+                resumed = resp.status_code == 206 and "Range" in headers
+                if on_bytes and have and not resumed:
+                    on_bytes(-have)  # starting over: take back what was counted
+                with open(dest, "ab" if resumed else "wb") as out:
+                    for chunk in resp.iter_bytes(1 << 20):
+                        out.write(chunk)
+                        if on_bytes:
+                            on_bytes(len(chunk))
+
+        self._call(repo_id, commit, fetch)
 
     def _list_tree(self, repo_id: str, commit: str, folder: str, *, recursive: bool) -> list:
         repo_type = self.repo_type(repo_id)

@@ -1,0 +1,234 @@
+"""The Hugging Face Hub cache, as kernel-deps uses it: locate, place atomically, verify.
+
+The layout is huggingface_hub's, so every HF tool shares what kernel-deps downloads::
+
+    <root>/kernels--<org>--<name>/
+        blobs/<hash>                          content; named by LFS SHA-256 or git blob SHA-1
+        snapshots/<commit>/build/<variant>/…  relative symlinks into blobs/
+        .kernel-deps/<commit>/<variant>.json  manifest: every file of the variant, its hash
+
+A variant is assembled in a staging folder and renamed into ``snapshots/`` only after
+every blob is verified and the variant's ``git_lfs_concat`` equals the lock's, so nothing
+unverified is ever visible there. The manifest lets ``verify`` name the exact file that
+was modified, removed or added; it is trusted only when its own ``git_lfs_concat``
+equals the lock's hash, so editing it gains an attacker nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Literal
+
+from huggingface_hub import constants
+
+from kernel_deps.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
+
+REPO_PREFIXES = {"kernel": "kernels", "model": "models"}
+_OWN = ".kernel-deps"
+
+
+def cache_root() -> Path:
+    """``KERNELS_CACHE``, else ``HF_HUB_CACHE``, else huggingface_hub's default (read now)."""
+    for name in ("KERNELS_CACHE", "HF_HUB_CACHE"):
+        value = os.environ.get(name)
+        if value:
+            return Path(value).expanduser()
+    hf_home = os.environ.get("HF_HOME")
+    if hf_home:
+        return Path(hf_home).expanduser() / "hub"
+    return Path(constants.HF_HUB_CACHE).expanduser()
+
+
+def repo_dir(repo_id: str, repo_type: str = "kernel", root: Path | None = None) -> Path:
+    """The cache folder of a repo (``kernels--org--name`` or ``models--org--name``)."""
+    prefix = REPO_PREFIXES[repo_type]
+    return (root or cache_root()) / "--".join([prefix, *repo_id.split("/")])
+
+
+def find_repo_dir(repo_id: str, root: Path | None = None) -> Path | None:
+    """The existing cache folder of ``repo_id`` (kernel repo first, then legacy model repo)."""
+    for repo_type in REPO_PREFIXES:
+        candidate = repo_dir(repo_id, repo_type, root)
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def variant_dir(repo: Path, commit: str, variant: str) -> Path:
+    """``snapshots/<commit>/build/<variant>`` of a repo folder."""
+    return repo / "snapshots" / commit / "build" / variant
+
+
+def manifest_path(repo: Path, commit: str, variant: str) -> Path:
+    """Where kernel-deps records the files of a placed variant."""
+    return repo / _OWN / commit / f"{variant}.json"
+
+
+def content_hash_of(path: Path, kind: Literal["sha256", "sha1"]) -> str:
+    """The hash that names a file's content: SHA-256 (LFS files) or git blob SHA-1."""
+    return sha256_of_file(path) if kind == "sha256" else git_blob_id_of_file(path)
+
+
+def hash_kind(content_hash: str) -> Literal["sha256", "sha1"]:
+    """Which algorithm a blob name or tree hash uses, by its length."""
+    return "sha256" if len(content_hash) == 64 else "sha1"
+
+
+# -- verification ---------------------------------------------------------------------
+
+ProblemKind = Literal["modified", "missing", "extra", "not-a-file", "hash-mismatch"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileProblem:
+    """One way a cached variant differs from what was locked."""
+
+    kind: ProblemKind
+    path: str
+    expected: str | None = None
+    got: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VariantCheck:
+    """The result of checking one cached variant against its locked hash."""
+
+    repo_id: str
+    commit: str
+    variant: str
+    path: Path
+    present: bool
+    expected_hash: str
+    actual_hash: str | None
+    problems: tuple[FileProblem, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.present and self.actual_hash == self.expected_hash and not self.problems
+
+
+def _walk_files(folder: Path) -> Iterable[tuple[str, Path]]:
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        dirnames.sort()
+        base = Path(dirpath)
+        for name in sorted(filenames) + [d for d in dirnames if (base / d).is_symlink()]:
+            path = base / name
+            yield path.relative_to(folder).as_posix(), path
+
+
+def _read_manifest(repo: Path, commit: str, variant: str, expected_hash: str) -> dict[str, str] | None:
+    """The recorded files of a variant, only if they hash to the locked value."""
+    try:
+        entries = json.loads(manifest_path(repo, commit, variant).read_text(encoding="utf-8"))
+        files = {str(path): str(digest) for path, digest in entries["files"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return files if variant_hash(files.items()) == expected_hash else None
+
+
+def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *, root: Path | None = None) -> VariantCheck:
+    """Recompute a cached variant's hash from file contents and name every difference."""
+    repo = find_repo_dir(repo_id, root)
+    folder = variant_dir(repo, commit, variant) if repo else Path()
+    if repo is None or not folder.is_dir():
+        where = folder if repo else repo_dir(repo_id, root=root)
+        return VariantCheck(repo_id, commit, variant, where, False, expected_hash, None, ())
+
+    expected_files = _read_manifest(repo, commit, variant, expected_hash)
+    actual: dict[str, str] = {}
+    problems: list[FileProblem] = []
+    for rel, path in _walk_files(folder):
+        if not is_hashed_path(rel):
+            continue
+        if not path.is_file():
+            problems.append(FileProblem("not-a-file", rel))
+            continue
+        # The blob a symlink points at is named by its content hash; a plain file (placed
+        # by a tool that does not use symlinks) is hashed as the manifest says, else SHA-1.
+        blob_name = Path(os.readlink(path)).name if path.is_symlink() else None
+        wanted = (expected_files or {}).get(rel) or blob_name
+        kind = hash_kind(wanted) if wanted else "sha1"
+        actual[rel] = content_hash_of(path, kind)
+        if wanted and actual[rel] != wanted:
+            problems.append(FileProblem("modified", rel, wanted, actual[rel]))
+    if expected_files is not None:
+        problems += [FileProblem("missing", rel, digest, None) for rel, digest in expected_files.items() if rel not in actual]
+        problems += [FileProblem("extra", rel, None, digest) for rel, digest in actual.items() if rel not in expected_files]
+    actual_hash = variant_hash(actual.items())
+    if actual_hash != expected_hash and not problems:
+        problems.append(FileProblem("hash-mismatch", ".", expected_hash, actual_hash))
+    return VariantCheck(repo_id, commit, variant, folder, True, expected_hash, actual_hash, tuple(sorted(problems, key=lambda p: p.path)))
+
+
+# -- placement ------------------------------------------------------------------------
+
+
+def blob_path(repo: Path, content_hash: str) -> Path:
+    """Where the blob named ``content_hash`` lives."""
+    return repo / "blobs" / content_hash
+
+
+def blob_is_valid(repo: Path, content_hash: str) -> bool:
+    """True when the blob exists and its content hashes to its name."""
+    path = blob_path(repo, content_hash)
+    try:
+        return path.is_file() and content_hash_of(path, hash_kind(content_hash)) == content_hash
+    except OSError:
+        return False
+
+
+def temp_path(repo: Path, label: str) -> Path:
+    """A fresh path for an in-progress download, outside ``blobs/`` and ``snapshots/``."""
+    folder = repo / _OWN / "tmp"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{label}.{secrets.token_hex(6)}.part"
+
+
+def place_blob(repo: Path, verified_file: Path, content_hash: str) -> None:
+    """Move a verified download into ``blobs/<content_hash>`` atomically."""
+    target = blob_path(repo, content_hash)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(verified_file, target)
+
+
+def place_variant(repo: Path, commit: str, variant: str, files: dict[str, str]) -> Path:
+    """Make ``snapshots/<commit>/build/<variant>`` link ``files`` (relative path -> blob).
+
+    The folder is built under a staging name and renamed into place, replacing any
+    previous copy; the manifest is written first, so a kill in between leaves a
+    manifest that still matches the lock and no half-built folder under ``snapshots/``.
+    """
+    final = variant_dir(repo, commit, variant)
+    staging_root = repo / _OWN / "staging"
+    staging_root.mkdir(parents=True, exist_ok=True)
+    staging = staging_root / f"{variant}.{secrets.token_hex(6)}"
+    depth = len(final.relative_to(repo).parts)  # snapshots/<commit>/build/<variant>
+    for rel, content_hash in files.items():
+        link = staging / rel
+        link.parent.mkdir(parents=True, exist_ok=True)
+        up = "../" * (depth + rel.count("/"))
+        os.symlink(f"{up}blobs/{content_hash}", link)
+    manifest = manifest_path(repo, commit, variant)
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest_tmp = manifest.with_suffix(f".{secrets.token_hex(6)}.tmp")
+    manifest_tmp.write_text(json.dumps({"files": dict(sorted(files.items()))}, indent=1) + "\n", encoding="utf-8")
+    os.replace(manifest_tmp, manifest)
+
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists() or final.is_symlink():
+        trash = staging_root / f"old-{variant}.{secrets.token_hex(6)}"
+        os.replace(final, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+    os.replace(staging, final)
+    return final
+
+
+def clean_leftovers(repo: Path) -> None:
+    """Remove staging folders and partial downloads a killed run left behind."""
+    for name in ("staging", "tmp"):
+        shutil.rmtree(repo / _OWN / name, ignore_errors=True)

@@ -1,0 +1,250 @@
+"""`kernels download` as a library function: exactly the locked bytes, proven, in the HF cache.
+
+For each locked kernel and each chosen variant:
+
+1. A variant already in the cache that recomputes to the locked hash costs no request.
+2. Otherwise the Hub's tree listing of ``build/<variant>/`` at the locked commit must hash
+   (``git_lfs_concat``) to the locked value before a byte is fetched: a rewritten repo is
+   refused up front.
+3. Every file is streamed to a private temporary path, hashed, and checked against the
+   listing (LFS SHA-256 or git blob SHA-1, and size) before it becomes a blob.
+4. Only when every file is verified is the variant folder linked and renamed into
+   ``snapshots/<commit>/build/<variant>``.
+
+A mismatch deletes what arrived and names the kernel, variant, file, expected and actual
+hashes. Files of all variants of all kernels download concurrently.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Callable, Iterable, Sequence
+
+from filelock import FileLock
+
+from kernel_deps import cache
+from kernel_deps.errors import KernelDepsError, OfflineError, UsageError
+from kernel_deps.hashing import is_hashed_path, variant_hash
+from kernel_deps.hub import BUILD_DIR, HubClient, TreeFile, is_offline
+from kernel_deps.lockfile import LockedKernel, Lockfile
+from kernel_deps.variants import (
+    SystemInfo,
+    detect_system,
+    is_valid_variant_name,
+    parse_variant,
+    select_variant,
+    system_for_variant,
+)
+
+
+class DownloadVerificationError(KernelDepsError):
+    """What the Hub served does not match what kernels.lock pins."""
+
+
+class UnsafeRepoContentError(KernelDepsError):
+    """A repo's tree names a path kernel-deps refuses to write."""
+
+
+@dataclass(frozen=True, slots=True)
+class VariantTask:
+    """One variant of one locked kernel to make present and verified."""
+
+    kernel: LockedKernel
+    variant: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel.repo_id} {self.variant}"
+
+
+@dataclass
+class DownloadReport:
+    """What a download run did, for rendering and tests."""
+
+    already_cached: list[VariantTask] = field(default_factory=list)
+    fetched: list[VariantTask] = field(default_factory=list)
+    files_fetched: int = 0
+    bytes_fetched: int = 0
+
+
+class Progress:
+    """Receives download events; the default does nothing."""
+
+    def start(self, tasks: Sequence[VariantTask]) -> None:
+        """Called once with every variant the run will make present."""
+
+    def add_bytes(self, count: int) -> None:
+        """Called as bytes arrive (negative when a restarted file takes bytes back)."""
+
+    def variant_done(self, task: VariantTask, *, cached: bool, files: int, size: int) -> None:
+        """Called when a variant is present and verified."""
+
+
+def choose_variants(
+    kernel: LockedKernel,
+    *,
+    all_variants: bool = False,
+    requested: Sequence[str] = (),
+    system: SystemInfo | None = None,
+) -> list[str]:
+    """The variants of ``kernel`` to download: this machine's best, every one, or as requested."""
+    names = sorted(kernel.variants)
+    if all_variants:
+        return names
+    if not requested:
+        return [select_variant(kernel.repo_id, names, system or detect_system())]
+    chosen: list[str] = []
+    for name in requested:
+        if name in kernel.variants:
+            chosen.append(name)
+            continue
+        parsed = parse_variant(name)
+        if parsed is None or parsed.noarch or parsed.framework != "torch":
+            raise UsageError(
+                f"--variant {name}: {kernel.repo_id} has no such variant; it has {', '.join(names) or 'none'}"
+            )
+        # An arch build this kernel lacks: take its best variant for that target system.
+        chosen.append(select_variant(kernel.repo_id, names, system_for_variant(name)))
+    return sorted(set(chosen))
+
+
+def check_tree_paths(task: VariantTask, files: Iterable[TreeFile]) -> dict[str, TreeFile]:
+    """Relative path -> entry for the hashed files of a variant; refuses unsafe paths."""
+    prefix = f"{BUILD_DIR}/{task.variant}/"
+    out: dict[str, TreeFile] = {}
+    for entry in files:
+        rel = entry.path[len(prefix):] if entry.path.startswith(prefix) else None
+        parts = PurePosixPath(rel).parts if rel else ()
+        if not rel or "\\" in rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\0" in rel:
+            raise UnsafeRepoContentError(
+                f"{task.label}: the repo lists an unsafe path {entry.path!r}; refusing to download this kernel"
+            )
+        if is_hashed_path(rel):
+            out[rel] = entry
+    return out
+
+
+def download_lock(
+    lock: Lockfile,
+    *,
+    variants_for: Callable[[LockedKernel], list[str]],
+    hub: HubClient | None = None,
+    root: Path | None = None,
+    progress: Progress | None = None,
+    max_workers: int = 8,
+) -> DownloadReport:
+    """Make every chosen variant of every locked kernel present and verified in the cache."""
+    progress = progress or Progress()
+    root = root or cache.cache_root()
+    tasks = [VariantTask(kernel, variant) for kernel in lock.kernels for variant in variants_for(kernel)]
+    for task in tasks:
+        if not is_valid_variant_name(task.variant):
+            raise UnsafeRepoContentError(f"{task.kernel.repo_id}: {task.variant!r} is not a valid variant name")
+    progress.start(tasks)
+    report = DownloadReport()
+    missing = []
+    for task in tasks:
+        if _cached_ok(task, root):
+            report.already_cached.append(task)
+            progress.variant_done(task, cached=True, files=0, size=0)
+        else:
+            missing.append(task)
+    if not missing:
+        return report
+    if is_offline():
+        names = ", ".join(t.label for t in missing)
+        raise OfflineError(f"not in the cache and HF_HUB_OFFLINE is set: {names}; run 'kernels download' with network access")
+
+    hub = hub or HubClient()
+    lock_counter = threading.Lock()
+    with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kernel-deps-download") as files_pool:
+        with ThreadPoolExecutor(max_workers=max(1, min(len(missing), max_workers))) as variants_pool:
+            futures = [variants_pool.submit(_fetch_variant, task, hub, root, files_pool, progress) for task in missing]
+            for task, future in zip(missing, futures):
+                files, size = future.result()
+                with lock_counter:
+                    if files or size:
+                        report.fetched.append(task)
+                    else:
+                        report.already_cached.append(task)
+                    report.files_fetched += files
+                    report.bytes_fetched += size
+    return report
+
+
+def _cached_ok(task: VariantTask, root: Path) -> bool:
+    locked = task.kernel.variants[task.variant].hash
+    return cache.check_variant(task.kernel.repo_id, task.kernel.sha, task.variant, locked, root=root).ok
+
+
+def _fetch_variant(
+    task: VariantTask, hub: HubClient, root: Path, pool: ThreadPoolExecutor, progress: Progress
+) -> tuple[int, int]:
+    """Fetch, verify and place one variant; returns (files fetched, bytes fetched)."""
+    kernel = task.kernel
+    repo = cache.repo_dir(kernel.repo_id, hub.repo_type(kernel.repo_id), root)
+    lock_file = root / ".locks" / repo.name / f"{kernel.sha}.{task.variant}.kernel-deps.lock"
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(lock_file)):
+        if _cached_ok(task, root):  # another process finished it while we waited
+            progress.variant_done(task, cached=True, files=0, size=0)
+            return 0, 0
+        listing = check_tree_paths(task, hub.list_variant_files(kernel.repo_id, kernel.sha, task.variant))
+        expected = kernel.variants[task.variant].hash
+        served = variant_hash((rel, entry.content_hash) for rel, entry in listing.items())
+        if not listing or served != expected:
+            raise DownloadVerificationError(
+                f"{task.label}: the Hub serves different content at {kernel.sha[:12]} than kernels.lock pins "
+                f"(Expected {expected}, Got {served}); the repo may have been rewritten; nothing was downloaded"
+            )
+        fetched = [(rel, entry) for rel, entry in listing.items() if not cache.blob_is_valid(repo, entry.content_hash)]
+        results = list(pool.map(lambda item: _fetch_file(task, hub, repo, item[1], item[0], progress), fetched))
+        cache.place_variant(repo, kernel.sha, task.variant, {rel: e.content_hash for rel, e in listing.items()})
+    size = sum(results)
+    progress.variant_done(task, cached=False, files=len(fetched), size=size)
+    return len(fetched), size
+
+
+def _fetch_file(task: VariantTask, hub: HubClient, repo: Path, entry: TreeFile, rel: str, progress: Progress) -> int:
+    """Download one file to a private path, verify it, and make it a blob."""
+    temp = cache.temp_path(repo, entry.content_hash)
+    try:
+        hub.download_to(task.kernel.repo_id, task.kernel.sha, entry.path, temp, size=entry.size, on_bytes=progress.add_bytes)
+        kind = cache.hash_kind(entry.content_hash)
+        got = cache.content_hash_of(temp, kind)
+        size = temp.stat().st_size
+        if got != entry.content_hash or size != entry.size:
+            raise DownloadVerificationError(
+                f"{task.label}: {rel} does not match the Hub's listing "
+                f"(Expected {kind} {entry.content_hash}, {entry.size} bytes; Got {got}, {size} bytes); removed it"
+            )
+        cache.place_blob(repo, temp, entry.content_hash)
+        return size
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def download_project(
+    project_dir: Path,
+    *,
+    all_variants: bool = False,
+    variants: Sequence[str] = (),
+    hub: HubClient | None = None,
+    progress: Progress | None = None,
+) -> DownloadReport:
+    """Download what ``<project_dir>/kernels.lock`` pins, for this machine unless told otherwise."""
+    from kernel_deps.lockfile import read_lockfile
+
+    if all_variants and variants:
+        raise UsageError("--all-variants and --variant exclude each other; pass one of them")
+    lock = read_lockfile(Path(project_dir) / "kernels.lock")
+    system = None if (all_variants or variants) else detect_system()
+    return download_lock(
+        lock,
+        variants_for=lambda kernel: choose_variants(kernel, all_variants=all_variants, requested=variants, system=system),
+        hub=hub,
+        progress=progress,
+    )
