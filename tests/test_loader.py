@@ -1,0 +1,144 @@
+"""The loader enforces the lock: only locked kernels, only verified bytes, this machine's variant."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_deps import cache, get_kernel, get_locked_kernel, load_kernel
+from kernel_deps.download import download_project
+from kernel_deps.loader import (
+    KernelImportError,
+    KernelIntegrityError,
+    KernelNotCachedError,
+    KernelNotLockedError,
+    LockNotFoundError,
+    calling_module,
+    find_lock,
+)
+from kernel_deps.locking import lock_project
+from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
+
+
+def make_project(root: Path, deps: str, name: str = "app") -> Path:
+    project = root / name
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n\n[tool.kernels.dependencies]\n{deps}\n')
+    lock_project(project)
+    return project
+
+
+def unique_repo(hub_env, name: str, *releases: Release) -> str:
+    repo_id = f"kernels-test/loader-{name}"
+    hub_env.add_repo(KernelRepo(repo_id, releases or (Release("1.0.0"),)))
+    return repo_id
+
+
+def test_locked_load_imports_this_machines_variant(hub_env, tmp_path) -> None:
+    repo_id = unique_repo(hub_env, "basic", Release("1.0.0"), Release("1.1.0"))
+    project = make_project(tmp_path, f'"{repo_id}" = ">=1,<2"')
+    download_project(project)
+    module = load_kernel(repo_id, lockfile=project / "kernels.lock")
+    assert module.__version__ == "1.1.0"
+    assert module.VARIANT == CPU_VARIANT
+    assert module.describe() == f"{repo_id} 1.1.0 {CPU_VARIANT}"
+    origin = module.__kernel_origin__
+    assert (origin.commit, origin.variant, origin.lock_origin) == (hub_env.repos[repo_id].commits["1.1.0"], CPU_VARIANT, "argument")
+    assert load_kernel(repo_id, lockfile=project / "kernels.lock") is module
+    # Imported from the verified files only: no bytecode written next to them.
+    assert not list(origin.path.rglob("__pycache__"))
+
+
+def test_lock_is_found_beside_pyproject_and_through_the_environment(hub_env, tmp_path, monkeypatch) -> None:
+    repo_id = unique_repo(hub_env, "discovery")
+    project = make_project(tmp_path, f'"{repo_id}" = ">=1"')
+    (project / "src" / "pkg").mkdir(parents=True)
+    monkeypatch.chdir(project / "src" / "pkg")
+    found = find_lock()
+    assert (found.origin, found.path) == ("project", str(project / "kernels.lock"))
+    module = get_locked_kernel(repo_id)
+    assert module.__kernel_origin__.lock_origin == "project"
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LockNotFoundError, match="no kernels.lock found \\(called from tests.test_loader\\)"):
+        find_lock()
+    monkeypatch.setenv("KERNELS_LOCKFILE", str(project / "kernels.lock"))
+    assert find_lock().origin == "KERNELS_LOCKFILE"
+
+
+def test_the_caller_is_the_first_frame_outside_kernel_deps() -> None:
+    assert calling_module() == "tests.test_loader"
+
+
+def test_unlocked_repo_is_refused(hub_env, tmp_path) -> None:
+    project = make_project(tmp_path, '"kernels-test/flash" = 1')
+    with pytest.raises(KernelNotLockedError) as info:
+        load_kernel("kernels-test/rotary", lockfile=project / "kernels.lock")
+    assert str(info.value) == (
+        f"kernels-test/rotary is not locked in {project / 'kernels.lock'}; "
+        "add it to [tool.kernels.dependencies] and run kernels lock"
+    )
+
+
+def test_tampered_byte_is_refused_and_named(hub_env, tmp_path) -> None:
+    repo_id = unique_repo(hub_env, "tampered")
+    project = make_project(tmp_path, f'"{repo_id}" = ">=1"')
+    download_project(project)
+    kernel_dir = cache.variant_dir(cache.find_repo_dir(repo_id), hub_env.repos[repo_id].commits["1.0.0"], CPU_VARIANT)
+    target = (kernel_dir / "_ops.py").resolve()
+    target.write_bytes(target.read_bytes().replace(b"OPS", b"OPZ"))
+    with pytest.raises(KernelIntegrityError, match=r"refusing to load .*: _ops\.py modified \(expected [0-9a-f]{40}, got [0-9a-f]{40}\)"):
+        load_kernel(repo_id, lockfile=project / "kernels.lock")
+    assert not [m for m in sys.modules if "loader_tampered" in m]
+
+
+def test_extra_file_is_refused_and_named(hub_env, tmp_path) -> None:
+    repo_id = unique_repo(hub_env, "extra")
+    project = make_project(tmp_path, f'"{repo_id}" = ">=1"')
+    download_project(project)
+    kernel_dir = cache.variant_dir(cache.find_repo_dir(repo_id), hub_env.repos[repo_id].commits["1.0.0"], CPU_VARIANT)
+    (kernel_dir / "sitecustomize.py").write_text("print('owned')\n")
+    with pytest.raises(KernelIntegrityError, match=r"sitecustomize\.py extra"):
+        load_kernel(repo_id, lockfile=project / "kernels.lock")
+
+
+def test_offline_load_with_nothing_cached_fails_clearly(hub_env, tmp_path, monkeypatch) -> None:
+    repo_id = unique_repo(hub_env, "offline")
+    project = make_project(tmp_path, f'"{repo_id}" = ">=1"')
+    with pytest.raises(KernelNotCachedError, match=r"is not in the cache .*; run 'kernels download' for this project first"):
+        load_kernel(repo_id, lockfile=project / "kernels.lock")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(KernelNotCachedError):
+        get_locked_kernel(repo_id, lockfile=project / "kernels.lock")
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    assert get_locked_kernel(repo_id, lockfile=project / "kernels.lock").__version__ == "1.0.0"
+
+
+def test_two_versions_live_side_by_side(hub_env, tmp_path) -> None:
+    repo_id = unique_repo(hub_env, "two-versions", Release("1.0.0"), Release("2.0.0"))
+    old = make_project(tmp_path, f'"{repo_id}" = "<2"', name="old")
+    new = make_project(tmp_path, f'"{repo_id}" = ">=2"', name="new")
+    first = get_locked_kernel(repo_id, lockfile=old / "kernels.lock")
+    second = get_locked_kernel(repo_id, lockfile=new / "kernels.lock")
+    assert (first.__version__, second.__version__) == ("1.0.0", "2.0.0")
+    assert first.__name__ != second.__name__
+    assert sys.modules[first.__name__] is first and sys.modules[second.__name__] is second
+    assert first.layers.describe() != second.layers.describe()
+
+
+def test_failed_import_leaves_nothing_in_sys_modules(hub_env, tmp_path) -> None:
+    broken = Release("1.0.0", extra_files=(("__init__.py", b"from . import layers\nraise RuntimeError('boom')\n"),))
+    repo_id = unique_repo(hub_env, "broken", broken)
+    project = make_project(tmp_path, f'"{repo_id}" = ">=1"')
+    with pytest.raises(KernelImportError, match="failed to import: RuntimeError: boom"):
+        get_locked_kernel(repo_id, lockfile=project / "kernels.lock")
+    assert not [m for m in sys.modules if "loader_broken" in m]
+
+
+def test_get_kernel_resolves_without_a_lock(hub_env) -> None:
+    module = get_kernel("kernels-test/rotary", version=">=1,<2")
+    assert module.__version__ == "1.1.0"
+    assert module.__kernel_origin__.lock_origin == "get_kernel"
+    assert get_kernel("kernels-test/rotary", revision="v1.0.0").__version__ == "1.0.0"
