@@ -125,7 +125,7 @@ def _read_manifest(repo: Path, commit: str, variant: str, expected_hash: str) ->
     """The recorded files of a variant, only if they hash to the locked value."""
     try:
         entries = json.loads(manifest_path(repo, commit, variant).read_text(encoding="utf-8"))
-        files = {str(path): str(digest) for path, digest in entries["files"].items()}
+        files = {str(path): str(digest) for path, digest in entries["files"].items() if is_hashed_path(str(path))}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return files if variant_hash(files.items()) == expected_hash else None

@@ -215,7 +215,9 @@ def download(project_dir: Path, all_variants: bool, variants: tuple[str, ...], q
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable report.")
 def verify(project_dir: Path, online: bool, require_cached: bool, as_json: bool) -> None:
     """Check that pyproject.toml, kernels.lock and the cache agree (no network unless --online)."""
-    from kernel_deps.verify import CACHE_KINDS, verify_project
+    from dataclasses import asdict
+
+    from kernel_deps.verify import FILE_KINDS, verify_project
 
     try:
         report = verify_project(project_dir, online=online, require_cached=require_cached)
@@ -229,7 +231,7 @@ def verify(project_dir: Path, online: bool, require_cached: bool, as_json: bool)
             "lockfile": str(report.lockfile),
             "online": report.online,
             "kernels": report.kernels,
-            "problems": [vars(problem) for problem in report.problems],
+            "problems": [asdict(problem) for problem in report.problems],
             "verified": [
                 {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash, "path": str(c.path)}
                 for c in report.verified
@@ -245,7 +247,7 @@ def verify(project_dir: Path, online: bool, require_cached: bool, as_json: bool)
         count = len(report.problems)
         if count:
             click.echo(f"{count} problem{'s' if count != 1 else ''} found")
-            if any(p.kind in CACHE_KINDS - {"not-cached", "no-variant"} for p in report.problems):
+            if any(p.kind in FILE_KINDS for p in report.problems):
                 click.echo("hint: the cache differs from kernels.lock; run 'kernels download' to replace what differs")
         else:
             hub = "; every locked commit, tag and branch checked on the Hub" if report.online else ""

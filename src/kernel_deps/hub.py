@@ -185,6 +185,20 @@ class HubClient:
 
         return self._call(repo_id, commit, fetch)
 
+    def commit_history(self, repo_id: str, commit: str) -> set[str]:
+        """The commits reachable from ``commit`` (as far back as the Hub lists them)."""
+        # Read only the commit ids: HfApi.list_repo_commits also parses author records,
+        # which some Hub-compatible servers shape differently.
+        prefix = constants.REPO_TYPES_URL_PREFIXES.get(self.repo_type(repo_id), "")
+        url = f"{self.endpoint}/api/{prefix or 'models/'}{repo_id}/commits/{commit}"
+
+        def fetch() -> set[str]:
+            resp = get_session().get(url, headers=build_hf_headers(token=self.token), timeout=self.timeout)
+            resp.raise_for_status()
+            return {entry["id"] for entry in resp.json() if isinstance(entry, dict) and "id" in entry}
+
+        return self._call(repo_id, commit, fetch)
+
     def download_to(
         self,
         repo_id: str,

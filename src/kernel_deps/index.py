@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, TypeVar
 
 from kernel_deps.errors import InvalidKernelMetadataError, PyprojectError
+from kernel_deps.hashing import variant_hash
 from kernel_deps.hub import BUILD_DIR, HubClient, RepoRefs, TreeFile
 from kernel_deps.spec import KernelRequirement, parse_kernel_depends
 
@@ -31,6 +32,11 @@ class VariantTree:
     @property
     def variants(self) -> list[str]:
         return sorted(self.files)
+
+    def variant_hash(self, variant: str) -> str:
+        """``git_lfs_concat`` of one variant as the Hub lists it."""
+        cut = len(BUILD_DIR) + len(variant) + 2
+        return variant_hash((f.path[cut:], f.content_hash) for f in self.files[variant])
 
 
 class _Once:

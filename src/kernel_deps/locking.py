@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from kernel_deps.errors import FileWriteError, LockfileError
-from kernel_deps.hashing import variant_hash
-from kernel_deps.hub import BUILD_DIR, HubClient
+from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
 from kernel_deps.lockfile import (
     LockedKernel,
@@ -103,11 +102,7 @@ def build_lockfile(resolution: Resolution, requirements: Sequence[KernelRequirem
     entries = []
     for repo_id, candidate in sorted(resolution.pins.items()):
         tree = index.tree(repo_id, candidate.commit)
-        prefix_len = len(BUILD_DIR) + 1
-        variants = {}
-        for variant, files in tree.files.items():
-            cut = prefix_len + len(variant) + 1
-            variants[variant] = VariantLock(hash=variant_hash((f.path[cut:], f.content_hash) for f in files))
+        variants = {variant: VariantLock(hash=tree.variant_hash(variant)) for variant in tree.files}
         requirement = direct.get(repo_id)
         entries.append(
             LockedKernel(
