@@ -29,6 +29,7 @@ from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils import build_hf_headers, get_session
 
 from kernel_deps.errors import (
+    UsageError,
     HubAuthError,
     HubError,
     HubUnavailableError,
@@ -44,6 +45,9 @@ T = TypeVar("T")
 KERNEL = "kernel"
 MODEL = "model"
 BUILD_DIR = "build"
+# Total time one client (one command) may spend retrying; KERNELS_HUB_BUDGET overrides.
+DEFAULT_BUDGET = 600.0
+MAX_BACKOFF = 8.0
 # metadata.json is a few hundred bytes; anything far larger is not one.
 MAX_METADATA_BYTES = 1 << 20
 
@@ -72,6 +76,14 @@ class TreeFile:
         return self.lfs_sha256 or self.blob_id
 
 
+def _env_seconds(name: str, default: float) -> float:
+    value = os.environ.get(name, "").strip()
+    try:
+        return float(value) if value else default
+    except ValueError:
+        raise UsageError(f"{name}={value!r}: expected a number of seconds") from None
+
+
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"}
 
@@ -89,15 +101,18 @@ class HubClient:
         endpoint: str | None = None,
         token: str | None = None,
         *,
-        retries: int = 3,
+        retries: int = 6,
         backoff: float = 0.5,
         timeout: float = 30.0,
+        budget: float | None = None,
     ) -> None:
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
         self.token = token if token is not None else (os.environ.get("HF_TOKEN") or None)
         self.retries = retries
         self.backoff = backoff
         self.timeout = timeout
+        self.budget = budget if budget is not None else _env_seconds("KERNELS_HUB_BUDGET", DEFAULT_BUDGET)
+        self.deadline = time.monotonic() + self.budget
         self._api = HfApi(endpoint=self.endpoint, token=self.token)
         self._repo_types: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -232,7 +247,7 @@ class HubClient:
                         if on_bytes:
                             on_bytes(len(chunk))
 
-        self._call(repo_id, commit, fetch)
+        self._call(repo_id, commit, fetch, what=path)
 
     def _list_tree(self, repo_id: str, commit: str, folder: str, *, recursive: bool) -> list:
         repo_type = self.repo_type(repo_id)
@@ -260,8 +275,9 @@ class HubClient:
         if is_offline():
             raise OfflineError(f"{repo_id}: HF_HUB_OFFLINE is set, but this needs the Hub; unset it to go online")
 
-    def _call(self, repo_id: str, revision: str | None, fn: Callable[[], T]) -> T:
-        """Run one Hub call with bounded retries on transient faults; map failures."""
+    def _call(self, repo_id: str, revision: str | None, fn: Callable[[], T], *, what: str | None = None) -> T:
+        """Run one Hub call, retrying transient faults (5xx, resets, timeouts, cut bodies)
+        with jittered exponential backoff, within ``retries`` and the client's time budget."""
         self._require_online(repo_id)
         attempt = 0
         while True:
@@ -269,13 +285,26 @@ class HubClient:
                 return fn()
             except (HfHubHTTPError, httpx2.HTTPError) as exc:
                 attempt += 1
-                if not _is_transient(exc) or attempt > self.retries:
-                    raise self._map_error(exc, repo_id, revision, attempt) from None
-                delay = self.backoff * (2 ** (attempt - 1))
-                time.sleep(delay * (0.5 + random.random()))
+                delay = min(MAX_BACKOFF, self.backoff * (2 ** (attempt - 1))) * (0.5 + random.random())
+                out_of_time = time.monotonic() + delay > self.deadline
+                # A refused connection means no server at all: retry briefly, then say so.
+                limit = min(self.retries, 2) if isinstance(exc, httpx2.ConnectError) else self.retries
+                if not _is_transient(exc) or attempt > limit or out_of_time:
+                    mapped = self._map_error(exc, repo_id, revision, attempt, what)
+                    if out_of_time and _is_transient(exc):
+                        mapped = HubUnavailableError(
+                            f"{mapped.message} (gave up: the {self.budget:g} s budget is spent; "
+                            "raise KERNELS_HUB_BUDGET to wait longer)"
+                        )
+                    raise mapped from None
+                time.sleep(delay)
 
-    def _map_error(self, exc: Exception, repo_id: str, revision: str | None, attempts: int) -> HubError:
+    def _map_error(
+        self, exc: Exception, repo_id: str, revision: str | None, attempts: int, what: str | None = None
+    ) -> HubError:
         status = _status(exc)
+        if what:
+            repo_id = f"{repo_id} {what}"
         if isinstance(exc, HfRevisionNotFoundError) and revision:
             return RevisionNotFoundError(repo_id, revision)
         if isinstance(exc, RepositoryNotFoundError) or (

@@ -1,0 +1,136 @@
+"""Downloads through a faulty network, killed mid-way, and eight at once on one cache."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from kernel_deps import cache
+from kernel_deps.download import download_project
+from kernel_deps.errors import HubUnavailableError
+from kernel_deps.hub import HubClient
+from kernel_deps.lockfile import read_lockfile
+from kernel_deps.locking import lock_project
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
+
+KERNELS = str(Path(sys.executable).with_name("kernels"))
+
+
+def project_with(hub_env, tmp_path: Path, name: str, *, lfs_size: int = 256 << 10, kernels: int = 2) -> Path:
+    deps = []
+    for i in range(kernels):
+        repo_id = f"kernels-test/faults-{name}-{i}"
+        variants = (CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT)
+        hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=variants, lfs_size=lfs_size),)))
+        deps.append(f'"{repo_id}" = ">=1"')
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.kernels.dependencies]\n" + "\n".join(deps) + "\n")
+    lock_project(project)
+    return project
+
+
+def all_verified(project: Path) -> bool:
+    lock = read_lockfile(project / "kernels.lock")
+    return all(
+        cache.check_variant(k.repo_id, k.sha, v, h.hash).ok for k in lock.kernels for v, h in k.variants.items()
+    )
+
+
+def snapshot_entries(root: Path) -> list[Path]:
+    return sorted(root.glob("*/snapshots/*/build/*"))
+
+
+def test_download_survives_5xx_resets_cut_bodies_and_stalls(hub_env, proxy, tmp_path) -> None:
+    project = project_with(hub_env, tmp_path, "flaky")
+    proxy.error_rate = 0.3
+    proxy.reset_rate = 0.1
+    proxy.truncate_rate = 0.1
+    proxy.stall = 2.0
+    proxy.only_paths = "/resolve/"  # stalls and cut bodies hit file downloads; 5xx hit them too
+    hub = HubClient(endpoint=proxy.url, backoff=0.05, retries=12, budget=120)
+    start = time.monotonic()
+    report = download_project(project, all_variants=True, hub=hub)
+    elapsed = time.monotonic() - start
+    assert len(report.fetched) == 6
+    assert all_verified(project)
+    kinds = {kind for kind, _ in proxy.faults}
+    assert {"error", "reset", "truncate", "stall"} <= kinds, proxy.faults
+    assert elapsed < 120
+
+
+def test_total_failure_fails_clearly_in_bounded_time(hub_env, proxy, tmp_path) -> None:
+    project = project_with(hub_env, tmp_path, "down", kernels=1)
+    proxy.only_paths = "/resolve/"
+    proxy.fail_all()
+    hub = HubClient(endpoint=proxy.url, backoff=0.2, retries=100, budget=4)
+    start = time.monotonic()
+    with pytest.raises(HubUnavailableError) as info:
+        download_project(project, hub=hub)
+    elapsed = time.monotonic() - start
+    message = str(info.value)
+    assert message.startswith(f"kernels-test/faults-down-0 build/{CPU_VARIANT}/")
+    assert "HTTP 503" in message and "the 4 s budget is spent" in message and "KERNELS_HUB_BUDGET" in message
+    assert elapsed < 15
+    root = cache.cache_root()
+    assert snapshot_entries(root) == []
+    assert not [p for p in root.rglob("*.part")]
+
+
+def kill_download_at(project: Path, env: dict, delay: float) -> int:
+    process = subprocess.Popen(
+        [KERNELS, "download", "--all-variants", "--quiet", str(project)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    time.sleep(delay)
+    os.killpg(process.pid, signal.SIGKILL)
+    return process.wait()
+
+
+def test_sigkill_at_twenty_moments_loses_nothing(hub_env, proxy, tmp_path) -> None:
+    project = project_with(hub_env, tmp_path, "killed", lfs_size=2 << 20, kernels=2)
+    proxy.latency = 0.05
+    env = {**os.environ, "HF_ENDPOINT": proxy.url}
+    root = cache.cache_root()
+    # Spread the kills over the whole download: start-up, listing, mid-file, placing.
+    moments = [0.3 + 0.15 * i for i in range(20)]
+    for i, delay in enumerate(moments):
+        if i % 4 == 0:  # now and then start from an empty cache again
+            subprocess.run(["rm", "-rf", str(root)], check=True)
+        kill_download_at(project, env, delay)
+        verify = subprocess.run([KERNELS, "verify", str(project)], env=env, capture_output=True, text=True)
+        assert verify.returncode == 0, f"after a kill at {delay:.2f}s:\n{verify.stdout}{verify.stderr}"
+        for folder in snapshot_entries(root):
+            assert folder.name in {CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT}
+    rerun = subprocess.run([KERNELS, "download", "--all-variants", str(project)], env=env, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert all_verified(project)
+    final = subprocess.run([KERNELS, "verify", "--require-cached", str(project)], env=env, capture_output=True, text=True)
+    assert final.returncode == 0, final.stdout
+
+
+def test_eight_concurrent_downloads_share_one_cache(hub_env, proxy, tmp_path) -> None:
+    project = project_with(hub_env, tmp_path, "crowd", lfs_size=1 << 20, kernels=2)
+    proxy.latency = 0.02
+    env = {**os.environ, "HF_ENDPOINT": proxy.url}
+    lock = read_lockfile(project / "kernels.lock")
+    files = sum(
+        1 for k in lock.kernels for p in hub_env.repos[k.repo_id].files["1.0.0"] if "__pycache__" not in p
+    )
+
+    def one(_: int) -> subprocess.CompletedProcess:
+        return subprocess.run([KERNELS, "download", "--all-variants", str(project)], env=env, capture_output=True, text=True)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(one, range(8)))
+    assert [r.returncode for r in results] == [0] * 8, [r.stderr for r in results if r.returncode]
+    assert all_verified(project)
+    fetched = proxy.requests_matching("/resolve/")
+    assert files <= fetched <= files + 2, (files, fetched)
