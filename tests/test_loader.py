@@ -142,3 +142,13 @@ def test_get_kernel_resolves_without_a_lock(hub_env) -> None:
     assert module.__version__ == "1.1.0"
     assert module.__kernel_origin__.lock_origin == "get_kernel"
     assert get_kernel("kernels-test/rotary", revision="v1.0.0").__version__ == "1.0.0"
+
+
+def test_caller_run_with_python_m_is_its_module_name(tmp_path) -> None:
+    import subprocess
+
+    (tmp_path / "pkgx").mkdir()
+    (tmp_path / "pkgx" / "__init__.py").write_text("")
+    (tmp_path / "pkgx" / "tool.py").write_text("from kernel_deps.loader import calling_module\nprint(calling_module())\n")
+    result = subprocess.run([sys.executable, "-m", "pkgx.tool"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.stdout.strip() == "pkgx.tool", result.stderr

@@ -105,6 +105,9 @@ def calling_module() -> str | None:
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
+        spec = frame.f_globals.get("__spec__")
+        if name == "__main__" and spec is not None and getattr(spec, "name", None):
+            name = spec.name  # `python -m package.tool`: the module's real name
         top = name.split(".")[0]
         if top not in (_OWN_PACKAGE, "importlib", "_frozen_importlib", "_frozen_importlib_external"):
             return name
@@ -122,12 +125,18 @@ def _embedded_lock(module_name: str) -> LockSource | None:
     package = module_name.split(".")[0]
     if package in ("__main__", ""):
         return None
-    for dist_name in _packages_to_distributions().get(package, []):
+    dist_names = _packages_to_distributions().get(package)
+    if dist_names is None:
+        _packages_to_distributions.cache_clear()  # installed since the first lookup?
+        dist_names = _packages_to_distributions().get(package, [])
+    for dist_name in dist_names:
         try:
             dist = importlib.metadata.distribution(dist_name)
         except importlib.metadata.PackageNotFoundError:
             continue
-        text = dist.read_text(LOCK_NAME)
+        # setuptools' egg_info writer puts it at the top of .dist-info; hatchling keeps files
+        # that build hooks add under .dist-info/extra_metadata/.
+        text = dist.read_text(LOCK_NAME) or dist.read_text(f"extra_metadata/{LOCK_NAME}")
         if text is not None:
             source = f"{dist_name} {dist.version} (installed distribution)"
             return LockSource(Lockfile.from_json(text, source=f"{dist_name}:{LOCK_NAME}"), f"distribution {dist_name}", source)

@@ -1,0 +1,153 @@
+"""Build hooks: a wheel of a project that depends on kernels carries its ``kernels.lock``.
+
+At run time an installed library has no ``pyproject.toml`` beside it, so the loader reads
+the lock from the library's distribution metadata instead. The setuptools hook
+(``kernel_deps.build_hooks.setuptools``, an ``egg_info.writers`` entry point) and the
+hatchling hook (``kernel_deps.build_hooks.hatch``, build hook ``kernels``) are thin
+adapters around :func:`lock_for_build`, which decides, offline, what a build embeds:
+
+- no ``[tool.kernels.dependencies]`` table: nothing, and no message;
+- the table but no ``kernels.lock``: nothing, and a warning;
+- a lock that disagrees with the table (the static rule of ``kernels lock --check``): the
+  build is refused, unless ``KERNELS_ALLOW_STALE_LOCK=1`` or ``[tool.kernels]
+  allow-stale-lock = true`` says to embed it anyway (with a warning);
+- otherwise the lock, byte for byte.
+
+This module is imported by every setuptools build whose environment has kernel-deps, so
+it imports nothing heavy until a project turns out to declare kernels.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernel_deps.errors import KernelDepsError, LockfileError, PyprojectError, UsageError
+
+LOCK_NAME = "kernels.lock"
+ALLOW_STALE_ENV = "KERNELS_ALLOW_STALE_LOCK"
+ALLOW_STALE_KEY = "allow-stale-lock"
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
+_OPT_OUT = f"set {ALLOW_STALE_ENV}=1 or add '{ALLOW_STALE_KEY} = true' under [tool.kernels] in pyproject.toml"
+
+
+class StaleLockError(KernelDepsError):
+    """``kernels.lock`` disagrees with ``[tool.kernels.dependencies]``: the build is refused."""
+
+    def __init__(self, message: str, problems: list[str]) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+@dataclass(frozen=True, slots=True)
+class BuildLock:
+    """What a build puts into the wheel's metadata: a lock (or nothing), and what to warn about."""
+
+    text: str | None = None
+    source: Path | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None = None) -> BuildLock:
+    """The kernels.lock a wheel of ``project_dir`` carries, checked against pyproject.toml offline.
+
+    ``fallback`` is a lock to use when the project has none of its own: the copy in the
+    metadata folder of an unpacked sdist, which does not contain the project's lock file.
+    Raises StaleLockError, PyprojectError, LockfileError or UsageError.
+    """
+    project_dir = Path(project_dir)
+    pyproject = project_dir / "pyproject.toml"
+    kernels_table = _kernels_table(pyproject)
+    if kernels_table is None or "dependencies" not in kernels_table:
+        return BuildLock()
+    allow_stale, why = _allow_stale(kernels_table, pyproject)
+
+    from kernel_deps.lockfile import Lockfile
+    from kernel_deps.spec import read_requirements
+    from kernel_deps.verify import check_sync  # the static rule of `kernels lock --check`: no network
+
+    requirements = read_requirements(project_dir)
+    path = project_dir / LOCK_NAME
+    if not path.is_file() and fallback is not None and fallback.is_file():
+        path = fallback
+    if not path.is_file():
+        if not requirements:
+            return BuildLock()
+        return BuildLock(warnings=(
+            f"{pyproject} declares kernels in [tool.kernels.dependencies] but {project_dir / LOCK_NAME} does not "
+            "exist, so the wheel carries no kernel lock and load_kernel() will not find one for this package; "
+            f"run 'kernels lock' in {project_dir} and build again",
+        ))  # fmt: skip
+    text = _read_text(path)
+    lock = Lockfile.from_json(text, source=str(path))
+    problems = [problem.message for problem in check_sync(requirements, lock)]
+    if not problems:
+        return BuildLock(text, path)
+    listed = "".join(f"\n  - {problem}" for problem in problems)
+    if allow_stale:
+        warning = f"{path} is out of date with {pyproject}; embedding it anyway because {why}:{listed}"
+        return BuildLock(text, path, (warning,))
+    raise StaleLockError(
+        f"refusing to build: {path} is out of date with {pyproject}, so the wheel would pin the wrong "
+        f"kernels:{listed}\nrun 'kernels lock' in {project_dir} and build again; to build with this lock "
+        f"anyway, {_OPT_OUT}",
+        problems,
+    )
+
+
+def _kernels_table(pyproject: Path) -> dict[str, Any] | None:
+    """``[tool.kernels]`` of ``pyproject`` as plain data, or None when there is none."""
+    try:
+        raw = pyproject.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise PyprojectError(f"{pyproject}: cannot read ({exc.strerror or exc}); check its permissions") from None
+    try:
+        data = _toml_loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise PyprojectError(f"{pyproject}: not valid UTF-8 (byte {exc.start})") from None
+    except ValueError as exc:  # tomllib.TOMLDecodeError and tomlkit's ParseError are ValueErrors
+        raise PyprojectError(f"{pyproject}: invalid TOML: {exc}") from None
+    table = data.get("tool", {}).get("kernels") if isinstance(data.get("tool"), dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise PyprojectError(f"{pyproject}: tool.kernels must be a table like [tool.kernels.dependencies]")
+    return table
+
+
+def _toml_loads(text: str) -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomlkit
+
+        return tomlkit.parse(text).unwrap()
+    return tomllib.loads(text)
+
+
+def _allow_stale(kernels_table: dict[str, Any], pyproject: Path) -> tuple[bool, str]:
+    """Whether the user opted out of the stale-lock check, and where they said so."""
+    raw = os.environ.get(ALLOW_STALE_ENV, "")
+    if raw.strip().lower() not in _TRUE | _FALSE:
+        raise UsageError(f"{ALLOW_STALE_ENV}={raw!r}: expected 1 or 0 (also true/false, yes/no, on/off)")
+    if raw.strip().lower() in _TRUE:
+        return True, f"{ALLOW_STALE_ENV}={raw}"
+    value = kernels_table.get(ALLOW_STALE_KEY, False)
+    if not isinstance(value, bool):
+        raise PyprojectError(f"{pyproject}: [tool.kernels] {ALLOW_STALE_KEY} = {value!r}: expected true or false")
+    return value, f"[tool.kernels] {ALLOW_STALE_KEY} = true in {pyproject}"
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise LockfileError(f"{path}: cannot read ({exc.strerror or exc}); check that it is a readable file") from None
+    except UnicodeDecodeError as exc:
+        raise LockfileError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); rerun 'kernels lock'") from None
+
+
+__all__ = ["ALLOW_STALE_ENV", "ALLOW_STALE_KEY", "LOCK_NAME", "BuildLock", "StaleLockError", "lock_for_build"]
