@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Literal
 
-from huggingface_hub import constants
-
 from kernel_deps.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
 
 REPO_PREFIXES = {"kernel": "kernels", "model": "models"}
@@ -41,6 +39,9 @@ def cache_root() -> Path:
     hf_home = os.environ.get("HF_HOME")
     if hf_home:
         return Path(hf_home).expanduser() / "hub"
+    # Imported here: loading a kernel should not pay for importing the Hub client.
+    from huggingface_hub import constants
+
     return Path(constants.HF_HUB_CACHE).expanduser()
 
 
