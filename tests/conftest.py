@@ -58,3 +58,16 @@ def proxy(local_hub: HubWorld):
 
     with FaultProxy(local_hub.url, seed=1234) as fault_proxy:
         yield fault_proxy
+
+
+IMG2GRAY_VERSIONS = ("1.0.0", "1.1.0")
+
+
+@pytest.fixture(scope="session")
+def img2gray_hub(local_hub: HubWorld) -> HubWorld:
+    """The local Hub also serving kernels-test/img2gray: a real op compiled for this machine."""
+    from tests.fixtures.img2gray_kernel import REPO_ID, build_cpu_variant, img2gray_repo
+
+    if REPO_ID not in local_hub.repos:
+        local_hub.add_repo(img2gray_repo({v: build_cpu_variant(v) for v in IMG2GRAY_VERSIONS}))
+    return local_hub
