@@ -227,9 +227,3 @@ def place_variant(repo: Path, commit: str, variant: str, files: dict[str, str]) 
         shutil.rmtree(trash, ignore_errors=True)
     os.replace(staging, final)
     return final
-
-
-def clean_leftovers(repo: Path) -> None:
-    """Remove staging folders and partial downloads a killed run left behind."""
-    for name in ("staging", "tmp"):
-        shutil.rmtree(repo / _OWN / name, ignore_errors=True)

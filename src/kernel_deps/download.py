@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from filelock import FileLock
@@ -117,8 +117,8 @@ def check_tree_paths(task: VariantTask, files: Iterable[TreeFile]) -> dict[str, 
     out: dict[str, TreeFile] = {}
     for entry in files:
         rel = entry.path[len(prefix):] if entry.path.startswith(prefix) else None
-        parts = PurePosixPath(rel).parts if rel else ()
-        if not rel or "\\" in rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\0" in rel:
+        parts = rel.split("/") if rel else []
+        if not rel or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts):
             raise UnsafeRepoContentError(
                 f"{task.label}: the repo lists an unsafe path {entry.path!r}; refusing to download this kernel"
             )

@@ -19,6 +19,7 @@ from kernel_deps.errors import InvalidKernelMetadataError, PyprojectError
 from kernel_deps.hashing import variant_hash
 from kernel_deps.hub import BUILD_DIR, HubClient, RepoRefs, TreeFile
 from kernel_deps.spec import KernelRequirement, parse_kernel_depends
+from kernel_deps.variants import is_valid_variant_name
 
 T = TypeVar("T")
 
@@ -78,14 +79,17 @@ class KernelIndex:
         return self._once(("refs", repo_id), lambda: self.hub.list_refs(repo_id))
 
     def tree(self, repo_id: str, commit: str) -> VariantTree:
-        """Every file under ``build/`` at ``commit``, grouped by variant; listed once."""
+        """Every file under ``build/<variant>/`` at ``commit`` for valid variant names,
+        grouped by variant; listed once."""
 
         def fetch() -> VariantTree:
             grouped: dict[str, list[TreeFile]] = {}
             prefix = BUILD_DIR + "/"
             for entry in self.hub.list_variant_files(repo_id, commit):
                 variant, _, rest = entry.path[len(prefix):].partition("/")
-                if entry.path.startswith(prefix) and rest:
+                # A folder that is not a valid variant name is never locked, so it is
+                # never downloaded or loaded either.
+                if entry.path.startswith(prefix) and rest and is_valid_variant_name(variant):
                     grouped.setdefault(variant, []).append(entry)
             return VariantTree({v: tuple(files) for v, files in grouped.items()})
 

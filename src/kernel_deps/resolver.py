@@ -180,7 +180,7 @@ def resolve(
         key: tuple(info.requirement for info in criterion.information) for key, criterion in result.criteria.items()
     }
     dependencies = {
-        key: tuple(sorted(child for child in result.graph.iter_children(key) if child is not None)) for key in pins_out
+        key: tuple(sorted(c for c in result.graph.iter_children(key) if c is not None and c != key)) for key in pins_out
     }
     return Resolution(pins_out, required, dependencies)
 

@@ -1,0 +1,212 @@
+"""Hostile repository content and hostile local input: rejected clearly, never written
+outside the cache, never executed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_deps import cache, get_locked_kernel
+from kernel_deps.download import UnsafeRepoContentError, VariantTask, check_tree_paths, download_project
+from kernel_deps.hub import TreeFile
+from kernel_deps.lockfile import LockedKernel
+from kernel_deps.errors import HubError, InvalidKernelMetadataError
+from kernel_deps.lockfile import read_lockfile
+from kernel_deps.locking import lock_project
+from tests.fixtures.builder import CPU_VARIANT, BuiltRepo, KernelRepo, Release
+
+KERNELS = str(Path(sys.executable).with_name("kernels"))
+
+
+def project(tmp_path: Path, deps: str, name: str = "app") -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "pyproject.toml").write_text(f"[tool.kernels.dependencies]\n{deps}\n")
+    return folder
+
+
+def add_hostile_entry(built: BuiltRepo, version: str, variant: str, entry_path: list[str], data: bytes) -> str:
+    """Commit a file at build/<variant>/<entry_path...> with git plumbing, which (unlike
+    `git add`) accepts names such as '..'; tags the result v<version>. Returns the commit."""
+
+    def mktree(lines: list[str]) -> str:
+        return subprocess.run(["git", "mktree"], cwd=built.path, input="\n".join(lines) + "\n",
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    def entries(treeish: str) -> list[str]:
+        return built.git("ls-tree", treeish).splitlines()
+
+    def replace(lines: list[str], name: str, new: str) -> list[str]:
+        kept = [line for line in lines if line.split("\t", 1)[1] != name]
+        return kept + [new]
+
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=built.path, input=data,
+                          capture_output=True, check=True).stdout.decode().strip()
+    node = f"100644 blob {blob}\t{entry_path[-1]}"
+    for part in reversed(entry_path[:-1]):
+        node = f"040000 tree {mktree([node])}\t{part}"
+    head = built.git("rev-parse", "HEAD")
+    variant_tree = mktree(entries(f"{head}:build/{variant}") + [node])
+    build_tree = mktree(replace(entries(f"{head}:build"), variant, f"040000 tree {variant_tree}\t{variant}"))
+    root_tree = mktree(replace(entries(head), "build", f"040000 tree {build_tree}\tbuild"))
+    commit = built.git("commit-tree", root_tree, "-p", head, "-m", "hostile")
+    built.git("tag", f"v{version}", commit)
+    return commit
+
+
+def test_a_backslash_path_is_refused_and_nothing_is_written(hub_env, tmp_path) -> None:
+    built = hub_env.add_repo(KernelRepo("kernels-test/hostile-backslash", (Release("1.0.0", variants=(CPU_VARIANT,)),)))
+    add_hostile_entry(built, "1.1.0", CPU_VARIANT, ["..\\..\\evil.py"], b"import os; os.system('touch /tmp/owned')\n")
+    app = project(tmp_path, '"kernels-test/hostile-backslash" = "==1.1.0"')
+    lock_project(app)
+    result = subprocess.run([KERNELS, "download", str(app)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "the repo lists an unsafe path" in result.stderr and "evil.py" in result.stderr
+    root = cache.cache_root()
+    assert not list(root.rglob("*evil*"))
+    assert not list(root.glob("*/snapshots/*/build/*"))
+    assert not Path("/tmp/owned").exists()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["../../evil.py", "/etc/evil.py", "a/../../evil.py", "a\\..\\evil.py", "./evil.py", "a//evil.py", "evil\0.py"],
+)
+def test_paths_escaping_the_variant_folder_are_refused(path) -> None:
+    task = VariantTask(LockedKernel(repo_id="kernels-test/x", sha="0" * 40, variants={}), CPU_VARIANT)
+    listing = [
+        TreeFile(f"build/{CPU_VARIANT}/__init__.py", 1, "a" * 40, None),
+        TreeFile(f"build/{CPU_VARIANT}/{path}", 1, "b" * 40, None),
+    ]
+    with pytest.raises(UnsafeRepoContentError, match="unsafe path"):
+        check_tree_paths(task, listing)
+
+
+def test_a_symlink_in_the_repo_is_stored_as_its_text_never_followed(hub_env, tmp_path) -> None:
+    release = Release("1.0.0", variants=(CPU_VARIANT,), symlinks=(("passwd.py", "/etc/passwd"),))
+    built = hub_env.add_repo(KernelRepo("kernels-test/hostile-symlink", (release,)))
+    app = project(tmp_path, '"kernels-test/hostile-symlink" = ">=1"')
+    lock_project(app)
+    download_project(app)
+    folder = cache.variant_dir(cache.find_repo_dir("kernels-test/hostile-symlink"), built.commits["1.0.0"], CPU_VARIANT)
+    link = folder / "passwd.py"
+    # The cache holds the link's text as a verified blob; nothing points outside the cache.
+    assert link.read_bytes() == b"/etc/passwd"
+    assert link.resolve().parent == cache.find_repo_dir("kernels-test/hostile-symlink") / "blobs"
+    assert get_locked_kernel("kernels-test/hostile-symlink", lockfile=app / "kernels.lock").__version__ == "1.0.0"
+
+
+def test_a_folder_that_is_not_a_variant_name_is_never_locked(hub_env, tmp_path) -> None:
+    weird = "torch-universal;rm -rf ~"
+    hub_env.add_repo(KernelRepo("kernels-test/hostile-variant", (Release("1.0.0", variants=(CPU_VARIANT, weird)),)))
+    app = project(tmp_path, '"kernels-test/hostile-variant" = ">=1"')
+    lock = lock_project(app).lock
+    assert set(lock.get("kernels-test/hostile-variant").variants) == {CPU_VARIANT}
+    result = subprocess.run([KERNELS, "download", "--all-variants", str(app)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert not list(cache.cache_root().rglob("*rm -rf*"))
+
+
+@pytest.mark.parametrize(
+    ("name", "metadata", "error", "message"),
+    [
+        ("huge", b'{"name": "x", "pad": "' + b"a" * (2 << 20) + b'"}', HubError, "is larger than 1048576 bytes; refusing to read it"),
+        ("malformed", b'{"kernel-depends": [', HubError, "metadata.json is not valid JSON"),
+        ("not-object", b'["kernel-depends"]', HubError, "metadata.json is not a JSON object"),
+        ("bad-depends", b'{"kernel-depends": [{"repo-id": "../../etc", "version": ">=1"}]}', InvalidKernelMetadataError, "../../etc"),
+    ],
+)
+def test_bad_metadata_fails_the_lock_clearly(hub_env, tmp_path, name, metadata, error, message) -> None:
+    release = Release("1.0.0", variants=(CPU_VARIANT,), extra_files=(("metadata.json", metadata),))
+    hub_env.add_repo(KernelRepo(f"kernels-test/hostile-meta-{name}", (release,)))
+    app = project(tmp_path, f'"kernels-test/hostile-meta-{name}" = ">=1"')
+    with pytest.raises(error, match=message.replace(".", r"\.").replace("[", r"\[")):
+        lock_project(app)
+    assert not (app / "kernels.lock").exists()
+    result = subprocess.run([KERNELS, "lock", str(app)], capture_output=True, text=True)
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_a_kernel_depends_cycle_is_locked_once_each(hub_env, tmp_path) -> None:
+    hub_env.add_repo(KernelRepo("kernels-test/hostile-cycle-a", (Release("1.0.0", depends=(("kernels-test/hostile-cycle-b", ">=1"),)),)))
+    hub_env.add_repo(KernelRepo("kernels-test/hostile-cycle-b", (Release("1.0.0", depends=(("kernels-test/hostile-cycle-a", ">=1"),)),)))
+    app = project(tmp_path, '"kernels-test/hostile-cycle-a" = ">=1"')
+    lock = lock_project(app).lock
+    assert lock.repo_ids == ("kernels-test/hostile-cycle-a", "kernels-test/hostile-cycle-b")
+    assert lock.get("kernels-test/hostile-cycle-a").dependencies == ("kernels-test/hostile-cycle-b",)
+    assert lock.get("kernels-test/hostile-cycle-b").dependencies == ("kernels-test/hostile-cycle-a",)
+    assert read_lockfile(app / "kernels.lock") == lock
+
+
+def test_a_self_dependency_is_locked_without_looping(hub_env, tmp_path) -> None:
+    hub_env.add_repo(KernelRepo("kernels-test/hostile-self", (Release("1.0.0", depends=(("kernels-test/hostile-self", ">=1"),)),)))
+    app = project(tmp_path, '"kernels-test/hostile-self" = ">=1"')
+    lock = lock_project(app).lock
+    assert lock.repo_ids == ("kernels-test/hostile-self",)
+
+
+# -- hostile local input ------------------------------------------------------------------
+
+
+def locked_app(hub_env, tmp_path) -> Path:
+    app = project(tmp_path, '"kernels-test/rotary" = ">=1,<2"')
+    lock_project(app)
+    return app
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def test_an_edited_lock_hash_is_refused_before_any_download(hub_env, tmp_path) -> None:
+    app = locked_app(hub_env, tmp_path)
+    entries = json.loads((app / "kernels.lock").read_text())
+    entries[0]["variants"][CPU_VARIANT]["hash"] = "sha256-" + "0" * 64
+    (app / "kernels.lock").write_text(json.dumps(entries, indent=2) + "\n")
+    result = subprocess.run([KERNELS, "download", str(app)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "the Hub serves different content" in result.stderr and "sha256-" + "0" * 64 in result.stderr
+    assert not list(cache.cache_root().glob("*/snapshots/*/build/*"))
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda entries: entries + [dict(entries[0])], "kernels-test/rotary"),
+        (lambda entries: {"kernels": entries}, "kernels.lock"),
+        (lambda entries: [{**entries[0], "sha": "../../../etc/passwd"}], "[0].sha"),
+        (lambda entries: [{**entries[0], "variants": {"../../x": {"hash": "sha256-" + "0" * 64, "hash_type": "git_lfs_concat"}}}], "../../x"),
+    ],
+    ids=["repo-twice", "not-a-list", "path-as-sha", "path-as-variant"],
+)
+def test_a_hostile_lock_is_bad_input(hub_env, tmp_path, mutate, message) -> None:
+    app = locked_app(hub_env, tmp_path)
+    entries = json.loads((app / "kernels.lock").read_text())
+    (app / "kernels.lock").write_text(json.dumps(mutate(entries)))
+    before = files_of(app)
+    for command in (["download"], ["verify"], ["lock"]):
+        result = subprocess.run([KERNELS, *command, str(app)], capture_output=True, text=True)
+        assert result.returncode == 2, (command, result.stderr)
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert files_of(app) == before
+    assert not cache.cache_root().exists() or not list(cache.cache_root().glob("*/snapshots/*"))
+
+
+@pytest.mark.parametrize(
+    "table",
+    ['[tool]\nkernels = "oops"', '[tool.kernels]\ndependencies = ["kernels-test/rotary"]', "[tool.kernels.dependencies.x]\ny = 1"],
+)
+def test_a_pyproject_table_of_the_wrong_type_is_bad_input(tmp_path, table) -> None:
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "pyproject.toml").write_text(table + "\n")
+    before = files_of(app)
+    result = subprocess.run([KERNELS, "lock", str(app)], capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 2
+    assert "pyproject.toml" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert files_of(app) == before
