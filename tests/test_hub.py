@@ -125,3 +125,14 @@ def test_persistent_5xx_fail_clearly_after_bounded_retries(hub_env, proxy) -> No
     with pytest.raises(HubUnavailableError, match=r"kept failing \(HTTP 503 after 3 attempts\)"):
         HubClient(endpoint=proxy.url, retries=2, backoff=0.01).list_refs("kernels-test/rotary")
     assert proxy.total_requests() == 3
+
+
+def test_tree_listing_retries_are_ours_alone(hub_env, proxy) -> None:
+    commit = hub_env.repos["kernels-test/rotary"].commits["1.0.0"]
+    client = HubClient(endpoint=proxy.url, retries=2, backoff=0.01)
+    client.list_refs("kernels-test/rotary")
+    proxy.only_paths = "/tree/"
+    proxy.fail_all()
+    with pytest.raises(HubUnavailableError, match=r"HTTP 503 after 3 attempts"):
+        client.list_variant_files("kernels-test/rotary", commit, CPU_VARIANT)
+    assert proxy.requests_matching("/tree/") == 3

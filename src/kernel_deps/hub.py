@@ -25,8 +25,7 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
 )
 from huggingface_hub.errors import RevisionNotFoundError as HfRevisionNotFoundError
-from huggingface_hub.hf_api import RepoFile
-from huggingface_hub.utils import build_hf_headers, get_session
+from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
 from kernel_deps.errors import (
     UsageError,
@@ -150,23 +149,26 @@ class HubClient:
         entries = self._list_tree(repo_id, commit, BUILD_DIR, recursive=False)
         prefix = BUILD_DIR + "/"
         return sorted(
-            e.path[len(prefix):] for e in entries if not isinstance(e, RepoFile) and e.path.startswith(prefix)
+            e["path"][len(prefix):] for e in entries if e.get("type") == "directory" and e["path"].startswith(prefix)
         )
 
     def list_variant_files(self, repo_id: str, commit: str, variant: str | None = None) -> list[TreeFile]:
         """Every file under ``build/<variant>/`` (or all of ``build/``) at ``commit``."""
         folder = f"{BUILD_DIR}/{variant}" if variant else BUILD_DIR
         entries = self._list_tree(repo_id, commit, folder, recursive=True)
-        return [
-            TreeFile(
-                path=e.path,
-                size=e.size,
-                blob_id=e.blob_id,
-                lfs_sha256=e.lfs.sha256 if e.lfs else None,
-            )
-            for e in entries
-            if isinstance(e, RepoFile)
-        ]
+        try:
+            return [
+                TreeFile(
+                    path=e["path"],
+                    size=int(e["lfs"]["size"] if e.get("lfs") else e["size"]),
+                    blob_id=e["oid"],
+                    lfs_sha256=e["lfs"]["oid"] if e.get("lfs") else None,
+                )
+                for e in entries
+                if e.get("type") == "file"
+            ]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise HubError(f"{repo_id}@{commit[:12]}: the Hub's tree listing of {folder} is malformed ({exc!r})") from None
 
     def read_metadata(self, repo_id: str, commit: str, variant: str) -> dict:
         """The parsed ``build/<variant>/metadata.json`` at ``commit`` (not cached on disk)."""
@@ -204,8 +206,8 @@ class HubClient:
         """The commits reachable from ``commit`` (as far back as the Hub lists them)."""
         # Read only the commit ids: HfApi.list_repo_commits also parses author records,
         # which some Hub-compatible servers shape differently.
-        prefix = constants.REPO_TYPES_URL_PREFIXES.get(self.repo_type(repo_id), "")
-        url = f"{self.endpoint}/api/{prefix or 'models/'}{repo_id}/commits/{commit}"
+        prefix = constants.REPO_TYPES_URL_PREFIXES.get(self.repo_type(repo_id), "models/")
+        url = f"{self.endpoint}/api/{prefix}{repo_id}/commits/{commit}"
 
         def fetch() -> set[str]:
             resp = get_session().get(url, headers=build_hf_headers(token=self.token), timeout=self.timeout)
@@ -249,18 +251,33 @@ class HubClient:
 
         self._call(repo_id, commit, fetch, what=path)
 
-    def _list_tree(self, repo_id: str, commit: str, folder: str, *, recursive: bool) -> list:
-        repo_type = self.repo_type(repo_id)
+    def _list_tree(self, repo_id: str, commit: str, folder: str, *, recursive: bool) -> list[dict]:
+        """The tree entries under ``folder`` at ``commit``, following pagination.
+
+        Read with huggingface_hub's session rather than ``HfApi.list_repo_tree``, whose
+        own retries would multiply with ours and escape the time budget.
+        """
+        prefix = constants.REPO_TYPES_URL_PREFIXES.get(self.repo_type(repo_id), "models/")
+        url: str | None = f"{self.endpoint}/api/{prefix}{repo_id}/tree/{commit}/{folder}".rstrip("/")
+        params: dict | None = {"recursive": str(recursive).lower(), "expand": "false"}
+        headers = build_hf_headers(token=self.token)
+        entries: list[dict] = []
+
+        def page(page_url: str, page_params: dict | None):
+            resp = get_session().get(page_url, params=page_params, headers=headers, timeout=self.timeout)
+            hf_raise_for_status(resp)
+            try:
+                return resp.json(), resp.links.get("next", {}).get("url")
+            except ValueError:
+                raise HubError(f"{repo_id}@{commit[:12]}: the Hub's tree listing of {folder or '/'} is not JSON") from None
+
         try:
-            return self._call(
-                repo_id,
-                commit,
-                lambda: list(
-                    self._api.list_repo_tree(
-                        repo_id, path_in_repo=folder, recursive=recursive, revision=commit, repo_type=repo_type
-                    )
-                ),
-            )
+            while url:
+                items, url = self._call(repo_id, commit, lambda u=url, p=params: page(u, p))
+                params = None  # the next-page URL carries its own query
+                if not isinstance(items, list) or not all(isinstance(i, dict) and "path" in i for i in items):
+                    raise HubError(f"{repo_id}@{commit[:12]}: the Hub's tree listing of {folder or '/'} is malformed")
+                entries += items
         except (RevisionNotFoundError, RepoNotFoundError):
             if not folder:
                 raise RevisionNotFoundError(repo_id, commit) from None
@@ -268,6 +285,7 @@ class HubClient:
             # only on this error path, ask for the root to tell which it is.
             self._list_tree(repo_id, commit, "", recursive=False)
             return []
+        return entries
 
     # -- plumbing ---------------------------------------------------------------------
 
