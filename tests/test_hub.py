@@ -136,3 +136,14 @@ def test_tree_listing_retries_are_ours_alone(hub_env, proxy) -> None:
     with pytest.raises(HubUnavailableError, match=r"HTTP 503 after 3 attempts"):
         client.list_variant_files("kernels-test/rotary", commit, CPU_VARIANT)
     assert proxy.requests_matching("/tree/") == 3
+
+
+@pytest.mark.parametrize(("status", "token"), [(403, None), (401, "hf_not_a_real_token")])
+def test_refused_access_is_an_auth_error(hub_env, proxy, status, token) -> None:
+    from kernel_deps.errors import HubAuthError
+
+    proxy.error_status = status
+    proxy.fail_all()
+    with pytest.raises(HubAuthError, match=rf"refused access \(HTTP {status}\); check HF_TOKEN"):
+        HubClient(endpoint=proxy.url, token=token).list_refs("kernels-test/rotary")
+    assert proxy.total_requests() == 1  # not retried: waiting does not fix credentials

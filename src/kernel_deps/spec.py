@@ -357,7 +357,7 @@ def _error(message: str) -> PyprojectError:
 
 
 def _one_line(text: str) -> str:
-    """``text`` with every line break escaped as ``\\uXXXX``."""
+    """``text`` with every line break escaped as a ``\\u`` escape of four hex digits."""
     return _LINE_BREAKS.sub(lambda match: f"\\u{ord(match[0]):04x}", text)
 
 
