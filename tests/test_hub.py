@@ -147,3 +147,54 @@ def test_refused_access_is_an_auth_error(hub_env, proxy, status, token) -> None:
     with pytest.raises(HubAuthError, match=rf"refused access \(HTTP {status}\); check HF_TOKEN"):
         HubClient(endpoint=proxy.url, token=token).list_refs("kernels-test/rotary")
     assert proxy.total_requests() == 1  # not retried: waiting does not fix credentials
+
+
+def test_a_cut_download_resumes_with_a_range_request(tmp_path) -> None:
+    """olah ignores Range (a retry starts over, which the fault tests cover); this server
+    honours it, as the Hub's file storage does."""
+    import http.server
+    import threading
+
+    data = bytes(range(256)) * 4096  # 1 MiB
+    seen: list[str | None] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            if self.path.endswith("/refs"):
+                body = b'{"branches": [], "tags": [], "converts": []}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            wanted = self.headers.get("Range")
+            seen.append(wanted)
+            if wanted:
+                start = int(wanted.removeprefix("bytes=").rstrip("-"))
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+                self.send_header("Content-Length", str(len(data) - start))
+                self.end_headers()
+                self.wfile.write(data[start:])
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 3])  # then the connection drops
+            self.wfile.flush()
+            self.close_connection = True
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = HubClient(endpoint=f"http://127.0.0.1:{server.server_port}", backoff=0.01)
+        target = tmp_path / "blob.part"
+        client.download_to("kernels-test/resume", "a" * 40, "build/x/_ops.so", target, size=len(data))
+    finally:
+        server.shutdown()
+    assert target.read_bytes() == data
+    assert seen[0] is None and seen[1] is not None and int(seen[1].removeprefix("bytes=").rstrip("-")) > 0

@@ -244,7 +244,7 @@ class HubClient:
                 if on_bytes and have and not resumed:
                     on_bytes(-have)  # starting over: take back what was counted
                 with open(dest, "ab" if resumed else "wb") as out:
-                    for chunk in resp.iter_bytes(1 << 20):
+                    for chunk in resp.iter_bytes():  # as it arrives: a cut keeps what came
                         out.write(chunk)
                         if on_bytes:
                             on_bytes(len(chunk))
