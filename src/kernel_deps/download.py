@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Sequence
 from filelock import FileLock
 
 from kernel_deps import cache
-from kernel_deps.errors import KernelDepsError, OfflineError, UsageError
+from kernel_deps.errors import DownloadVerificationError, OfflineError, UnsafeRepoContentError, UsageError
 from kernel_deps.hashing import is_hashed_path, variant_hash
 from kernel_deps.hub import BUILD_DIR, HubClient, TreeFile, is_offline
 from kernel_deps.lockfile import LockedKernel, Lockfile
@@ -38,14 +38,6 @@ from kernel_deps.variants import (
     select_variant,
     system_for_variant,
 )
-
-
-class DownloadVerificationError(KernelDepsError):
-    """What the Hub served does not match what kernels.lock pins."""
-
-
-class UnsafeRepoContentError(KernelDepsError):
-    """A repo's tree names a path kernel-deps refuses to write."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,3 +86,31 @@ class InvalidKernelMetadataError(KernelDepsError):
 
 class FileWriteError(KernelDepsError):
     """A file could not be written (permissions, full disk); nothing was half-written."""
+
+
+class DownloadVerificationError(KernelDepsError):
+    """What the Hub served does not match what kernels.lock pins."""
+
+
+class UnsafeRepoContentError(KernelDepsError):
+    """A repo's tree names a path kernel-deps refuses to write."""
+
+
+class KernelNotLockedError(KernelDepsError):
+    """The lock in use does not list the requested kernel."""
+
+
+class LockNotFoundError(KernelDepsError):
+    """No kernels.lock could be found for the caller."""
+
+
+class KernelNotCachedError(KernelDepsError):
+    """The locked variant is not in the cache and the network may not be used."""
+
+
+class KernelIntegrityError(KernelDepsError):
+    """The cached variant's files differ from what the lock pins."""
+
+
+class KernelImportError(KernelDepsError):
+    """The verified variant failed to import."""

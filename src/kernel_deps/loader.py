@@ -27,32 +27,19 @@ from pathlib import Path
 from types import ModuleType
 
 from kernel_deps import cache
-from kernel_deps.errors import KernelDepsError
+from kernel_deps.errors import (
+    KernelDepsError,
+    KernelImportError,
+    KernelIntegrityError,
+    KernelNotCachedError,
+    KernelNotLockedError,
+    LockNotFoundError,
+)
 from kernel_deps.lockfile import LockedKernel, Lockfile, read_lockfile
 from kernel_deps.variants import detect_system, select_variant
 
 LOCK_NAME = "kernels.lock"
 _OWN_PACKAGE = __name__.split(".")[0]
-
-
-class KernelNotLockedError(KernelDepsError):
-    """The lock in use does not list the requested kernel."""
-
-
-class LockNotFoundError(KernelDepsError):
-    """No kernels.lock could be found for the caller."""
-
-
-class KernelNotCachedError(KernelDepsError):
-    """The locked variant is not in the cache and the network may not be used."""
-
-
-class KernelIntegrityError(KernelDepsError):
-    """The cached variant's files differ from what the lock pins."""
-
-
-class KernelImportError(KernelDepsError):
-    """The verified variant failed to import."""
 
 
 @dataclass(frozen=True, slots=True)
