@@ -69,10 +69,10 @@ class KernelOrigin:
 def find_lock(lockfile: str | os.PathLike[str] | None = None, *, caller: str | None = None) -> LockSource:
     """The lock to enforce, searched in the documented order."""
     if lockfile is not None:
-        return LockSource(read_lockfile(Path(lockfile)), "argument", str(lockfile))
+        return LockSource(_read_lock(Path(lockfile)), "argument", str(lockfile))
     from_env = os.environ.get("KERNELS_LOCKFILE")
     if from_env:
-        return LockSource(read_lockfile(Path(from_env)), "KERNELS_LOCKFILE", from_env)
+        return LockSource(_read_lock(Path(from_env)), "KERNELS_LOCKFILE", from_env)
     caller = caller if caller is not None else calling_module()
     embedded = _embedded_lock(caller) if caller else None
     if embedded is not None:
@@ -80,11 +80,33 @@ def find_lock(lockfile: str | os.PathLike[str] | None = None, *, caller: str | N
     for folder in [Path.cwd(), *Path.cwd().parents]:
         candidate = folder / LOCK_NAME
         if candidate.is_file() and (folder / "pyproject.toml").is_file():
-            return LockSource(read_lockfile(candidate), "project", str(candidate))
+            return LockSource(_read_lock(candidate), "project", str(candidate))
     where = f" (called from {caller})" if caller else ""
     raise LockNotFoundError(
         f"no kernels.lock found{where}: pass lockfile=, set KERNELS_LOCKFILE, or run 'kernels lock' in the project"
     )
+
+
+_parsed_locks: dict[Path, tuple[tuple[int, int], Lockfile]] = {}
+
+
+def _read_lock(path: Path) -> Lockfile:
+    """``read_lockfile``, parsed again only when the file changes (size or mtime)."""
+    try:
+        stat = path.stat()
+        key = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        return read_lockfile(path)  # raises the usual, clear error
+    cached = _parsed_locks.get(path)
+    if cached is None or cached[0] != key:
+        cached = _parsed_locks[path] = (key, read_lockfile(path))
+    return cached[1]
+
+
+@lru_cache(maxsize=1)
+def _this_system():
+    """This process's system description (torch cannot change under a running process)."""
+    return detect_system()
 
 
 def calling_module() -> str | None:
@@ -172,7 +194,7 @@ def _load(repo_id: str, source: LockSource, *, allow_download: bool) -> ModuleTy
         raise KernelNotLockedError(
             f"{repo_id} is not locked in {source.path}; add it to [tool.kernels.dependencies] and run kernels lock"
         )
-    variant = select_variant(repo_id, sorted(kernel.variants), detect_system())
+    variant = select_variant(repo_id, sorted(kernel.variants), _this_system())
     key = (repo_id, kernel.sha, variant)
     with _load_lock:
         module = _loaded.get(key)
