@@ -206,8 +206,7 @@ class HubClient:
         """The commits reachable from ``commit`` (as far back as the Hub lists them)."""
         # Read only the commit ids: HfApi.list_repo_commits also parses author records,
         # which some Hub-compatible servers shape differently.
-        prefix = constants.REPO_TYPES_URL_PREFIXES.get(self.repo_type(repo_id), "models/")
-        url = f"{self.endpoint}/api/{prefix}{repo_id}/commits/{commit}"
+        url = self._api_url(repo_id, f"commits/{commit}")
 
         def fetch() -> set[str]:
             resp = get_session().get(url, headers=build_hf_headers(token=self.token), timeout=self.timeout)
@@ -257,8 +256,7 @@ class HubClient:
         Read with huggingface_hub's session rather than ``HfApi.list_repo_tree``, whose
         own retries would multiply with ours and escape the time budget.
         """
-        prefix = constants.REPO_TYPES_URL_PREFIXES.get(self.repo_type(repo_id), "models/")
-        url: str | None = f"{self.endpoint}/api/{prefix}{repo_id}/tree/{commit}/{folder}".rstrip("/")
+        url: str | None = self._api_url(repo_id, f"tree/{commit}/{folder}").rstrip("/")
         params: dict | None = {"recursive": str(recursive).lower(), "expand": "false"}
         headers = build_hf_headers(token=self.token)
         entries: list[dict] = []
@@ -288,6 +286,11 @@ class HubClient:
         return entries
 
     # -- plumbing ---------------------------------------------------------------------
+
+    def _api_url(self, repo_id: str, tail: str) -> str:
+        """``<endpoint>/api/<kernels|models|...>/<repo_id>/<tail>`` for the repo's type."""
+        prefix = constants.REPO_TYPES_URL_PREFIXES.get(self.repo_type(repo_id), "models/")
+        return f"{self.endpoint}/api/{prefix}{repo_id}/{tail}"
 
     def _require_online(self, repo_id: str) -> None:
         if is_offline():

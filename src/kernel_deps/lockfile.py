@@ -226,19 +226,25 @@ def read_prior_pins(text: str, *, source: str) -> dict[str, str]:
     return {k.repo_id: k.sha for k in _parse_lock(data, source, require_dependencies=False).kernels}
 
 
-def read_lockfile(path: Path) -> Lockfile:
-    """Read and validate the lock at ``path``."""
+def read_lock_text(path: Path, *, missing_ok: bool = False) -> str | None:
+    """The text of the lock at ``path`` (None when absent and ``missing_ok``); LockfileError otherwise."""
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
+        if missing_ok:
+            return None
         raise LockfileError(f"{path}: not found; run 'kernels lock' to create it") from None
     except OSError as exc:
         raise LockfileError(f"{path}: cannot read ({exc.strerror or exc}); check that it is a readable file") from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LockfileError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); rerun 'kernels lock'") from None
-    return Lockfile.from_json(text, source=str(path))
+
+
+def read_lockfile(path: Path) -> Lockfile:
+    """Read and validate the lock at ``path``."""
+    return Lockfile.from_json(read_lock_text(path), source=str(path))
 
 
 def write_lockfile(path: Path, lock: Lockfile) -> bool:

@@ -15,6 +15,7 @@ from kernel_deps.lockfile import (
     VariantLock,
     atomic_write_text,
     diff_locks,
+    read_lock_text,
     read_prior_pins,
     write_lockfile,
 )
@@ -43,22 +44,15 @@ def lock_path(project_dir: Path) -> Path:
 
 def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, str], bytes | None]:
     """The prior lock (None when absent or in the kernels 0.17 format), its pins, its bytes."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    text = read_lock_text(path, missing_ok=True)
+    if text is None:
         return None, {}, None
-    except OSError as exc:
-        raise LockfileError(f"{path}: cannot read ({exc.strerror}); check its permissions") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise LockfileError(f"{path}: not UTF-8 text; delete it and rerun 'kernels lock'") from None
-    pins = read_prior_pins(text, source=str(path))
+    pins = read_prior_pins(text, source=str(path))  # strict for every format it accepts
     try:
         previous = Lockfile.from_json(text, source=str(path))
     except LockfileError:
         previous = None  # a kernels 0.17 lock: its pins are kept, its layout is replaced
-    return previous, pins, raw
+    return previous, pins, text.encode("utf-8")
 
 
 def lock_project(
