@@ -210,3 +210,14 @@ def test_a_pyproject_table_of_the_wrong_type_is_bad_input(tmp_path, table) -> No
     assert result.returncode == 2
     assert "pyproject.toml" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert files_of(app) == before
+
+
+@pytest.mark.parametrize("value", ["maybe", "2", "offline"])
+def test_an_offline_flag_that_is_neither_on_nor_off_is_bad_input(hub_env, tmp_path, value) -> None:
+    """HF_HUB_OFFLINE is parsed like every other on/off variable: a typo is not 'online'."""
+    app = project(tmp_path, '"kernels-community/activation" = ">=1,<2"')
+    env = {**os.environ, "HF_HUB_OFFLINE": value}
+    result = subprocess.run([KERNELS, "lock", str(app)], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"error: HF_HUB_OFFLINE={value!r}: expected 1 or 0 (also true/false, yes/no, on/off)"
+    assert not (app / "kernels.lock").exists()

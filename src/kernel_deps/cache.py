@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from kernel_deps.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
+from kernel_deps.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS
 
-REPO_PREFIXES = {"kernel": "kernels", "model": "models"}
 _OWN = ".kernel-deps"
 
 
@@ -45,15 +45,15 @@ def cache_root() -> Path:
     return Path(constants.HF_HUB_CACHE).expanduser()
 
 
-def repo_dir(repo_id: str, repo_type: str = "kernel", root: Path | None = None) -> Path:
+def repo_dir(repo_id: str, repo_type: str = KERNEL, root: Path | None = None) -> Path:
     """The cache folder of a repo (``kernels--org--name`` or ``models--org--name``)."""
-    prefix = REPO_PREFIXES[repo_type]
-    return (root or cache_root()) / "--".join([prefix, *repo_id.split("/")])
+    plural = REPO_TYPE_PLURALS[repo_type]
+    return (root or cache_root()) / "--".join([plural, *repo_id.split("/")])
 
 
 def find_repo_dir(repo_id: str, root: Path | None = None) -> Path | None:
     """The existing cache folder of ``repo_id`` (kernel repo first, then legacy model repo)."""
-    for repo_type in REPO_PREFIXES:
+    for repo_type in REPO_TYPE_PLURALS:
         candidate = repo_dir(repo_id, repo_type, root)
         if candidate.is_dir():
             return candidate
@@ -62,7 +62,7 @@ def find_repo_dir(repo_id: str, root: Path | None = None) -> Path | None:
 
 def variant_dir(repo: Path, commit: str, variant: str) -> Path:
     """``snapshots/<commit>/build/<variant>`` of a repo folder."""
-    return repo / "snapshots" / commit / "build" / variant
+    return repo / "snapshots" / commit / BUILD_DIR / variant
 
 
 def manifest_path(repo: Path, commit: str, variant: str) -> Path:

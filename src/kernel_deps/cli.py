@@ -12,6 +12,7 @@ import click
 from kernel_deps import __version__
 from kernel_deps.errors import KernelDepsError, UsageError
 from kernel_deps.hub import HubClient
+from kernel_deps.settings import HUB_WORKERS
 from kernel_deps.versions import default_requirement, versions_from_refs
 
 _PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
@@ -43,7 +44,7 @@ def versions(repo_id: str, as_json: bool) -> None:
     listing = hub.list_refs(repo_id)
     found = versions_from_refs(listing.refs)
     commits = sorted({v.ref.commit for v in found})
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with ThreadPoolExecutor(max_workers=HUB_WORKERS) as pool:
         counts = dict(zip(commits, pool.map(lambda c: len(hub.list_variants(repo_id, c)), commits)))
 
     if as_json:

@@ -28,8 +28,9 @@ from filelock import FileLock
 from kernel_deps import cache
 from kernel_deps.errors import DownloadVerificationError, OfflineError, UnsafeRepoContentError, UsageError
 from kernel_deps.hashing import is_hashed_path, variant_hash
-from kernel_deps.hub import BUILD_DIR, HubClient, TreeFile, is_offline
+from kernel_deps.hub import HubClient, TreeFile
 from kernel_deps.lockfile import LockedKernel, Lockfile
+from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, LOCK_NAME, is_offline
 from kernel_deps.variants import (
     SystemInfo,
     detect_system,
@@ -126,7 +127,7 @@ def download_lock(
     hub: HubClient | None = None,
     root: Path | None = None,
     progress: Progress | None = None,
-    max_workers: int = 8,
+    max_workers: int = HUB_WORKERS,
 ) -> DownloadReport:
     """Make every chosen variant of every locked kernel present and verified in the cache."""
     progress = progress or Progress()
@@ -232,7 +233,7 @@ def download_project(
 
     if all_variants and variants:
         raise UsageError("--all-variants and --variant exclude each other; pass one of them")
-    lock = read_lockfile(Path(project_dir) / "kernels.lock")
+    lock = read_lockfile(Path(project_dir) / LOCK_NAME)
     system = None if (all_variants or variants) else detect_system()
     return download_lock(
         lock,

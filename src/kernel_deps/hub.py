@@ -28,7 +28,6 @@ from huggingface_hub.errors import RevisionNotFoundError as HfRevisionNotFoundEr
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
 from kernel_deps.errors import (
-    UsageError,
     HubAuthError,
     HubError,
     HubUnavailableError,
@@ -36,14 +35,20 @@ from kernel_deps.errors import (
     RepoNotFoundError,
     RevisionNotFoundError,
 )
+from kernel_deps.settings import (
+    BUDGET_ENV,
+    BUILD_DIR,
+    KERNEL,
+    MODEL,
+    REPO_TYPE_PLURALS,
+    env_seconds,
+    is_offline,
+)
 from kernel_deps.spec import validate_repo_id
 from kernel_deps.versions import GitRef
 
 T = TypeVar("T")
 
-KERNEL = "kernel"
-MODEL = "model"
-BUILD_DIR = "build"
 # Total time one client (one command) may spend retrying; KERNELS_HUB_BUDGET overrides.
 DEFAULT_BUDGET = 600.0
 MAX_BACKOFF = 8.0
@@ -75,23 +80,6 @@ class TreeFile:
         return self.lfs_sha256 or self.blob_id
 
 
-def _env_seconds(name: str, default: float) -> float:
-    value = os.environ.get(name, "").strip()
-    try:
-        return float(value) if value else default
-    except ValueError:
-        raise UsageError(f"{name}={value!r}: expected a number of seconds") from None
-
-
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"}
-
-
-def is_offline() -> bool:
-    """True when ``HF_HUB_OFFLINE`` (read now, not at import) asks for no network."""
-    return _env_flag("HF_HUB_OFFLINE")
-
-
 class HubClient:
     """A Hub session: endpoint, token, retry policy, and per-run memo of repo types."""
 
@@ -110,7 +98,7 @@ class HubClient:
         self.retries = retries
         self.backoff = backoff
         self.timeout = timeout
-        self.budget = budget if budget is not None else _env_seconds("KERNELS_HUB_BUDGET", DEFAULT_BUDGET)
+        self.budget = budget if budget is not None else env_seconds(BUDGET_ENV, DEFAULT_BUDGET)
         self.deadline = time.monotonic() + self.budget
         self._api = HfApi(endpoint=self.endpoint, token=self.token)
         self._repo_types: dict[str, str] = {}
@@ -289,8 +277,8 @@ class HubClient:
 
     def _api_url(self, repo_id: str, tail: str) -> str:
         """``<endpoint>/api/<kernels|models|...>/<repo_id>/<tail>`` for the repo's type."""
-        prefix = constants.REPO_TYPES_URL_PREFIXES.get(self.repo_type(repo_id), "models/")
-        return f"{self.endpoint}/api/{prefix}{repo_id}/{tail}"
+        plural = REPO_TYPE_PLURALS[self.repo_type(repo_id)]
+        return f"{self.endpoint}/api/{plural}/{repo_id}/{tail}"
 
     def _require_online(self, repo_id: str) -> None:
         if is_offline():

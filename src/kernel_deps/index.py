@@ -17,7 +17,8 @@ from typing import Callable, Iterable, TypeVar
 
 from kernel_deps.errors import InvalidKernelMetadataError, PyprojectError
 from kernel_deps.hashing import variant_hash
-from kernel_deps.hub import BUILD_DIR, HubClient, RepoRefs, TreeFile
+from kernel_deps.hub import HubClient, RepoRefs, TreeFile
+from kernel_deps.settings import BUILD_DIR, HUB_WORKERS
 from kernel_deps.spec import KernelRequirement, parse_kernel_depends
 from kernel_deps.variants import is_valid_variant_name
 
@@ -52,7 +53,7 @@ class _Once:
 class KernelIndex:
     """Memoised, concurrent access to the refs, trees and dependencies of kernel repos."""
 
-    def __init__(self, hub: HubClient, *, max_workers: int = 8) -> None:
+    def __init__(self, hub: HubClient, *, max_workers: int = HUB_WORKERS) -> None:
         self.hub = hub
         # Prefetch tasks may wait on Hub calls; Hub calls never wait on anything. Two pools
         # keep a full prefetch pool from starving the calls it waits for.

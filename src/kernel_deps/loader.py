@@ -36,9 +36,9 @@ from kernel_deps.errors import (
     LockNotFoundError,
 )
 from kernel_deps.lockfile import LockedKernel, Lockfile, read_lockfile
+from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
 from kernel_deps.variants import detect_system, select_variant
 
-LOCK_NAME = "kernels.lock"
 _OWN_PACKAGE = __name__.split(".")[0]
 
 
@@ -79,7 +79,7 @@ def find_lock(lockfile: str | os.PathLike[str] | None = None, *, caller: str | N
         return embedded
     for folder in [Path.cwd(), *Path.cwd().parents]:
         candidate = folder / LOCK_NAME
-        if candidate.is_file() and (folder / "pyproject.toml").is_file():
+        if candidate.is_file() and (folder / PYPROJECT_NAME).is_file():
             return LockSource(_read_lock(candidate), "project", str(candidate))
     where = f" (called from {caller})" if caller else ""
     raise LockNotFoundError(
@@ -212,7 +212,6 @@ def _verified_variant(kernel: LockedKernel, variant: str, *, allow_download: boo
     check = cache.check_variant(kernel.repo_id, kernel.sha, variant, expected)
     if not check.present and allow_download:
         from kernel_deps.download import download_lock
-        from kernel_deps.hub import is_offline
 
         if not is_offline():
             download_lock(Lockfile(kernels=(kernel,)), variants_for=lambda _: [variant])

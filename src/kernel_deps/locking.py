@@ -19,10 +19,9 @@ from kernel_deps.lockfile import (
     read_prior_pins,
     write_lockfile,
 )
+from kernel_deps.settings import LOCK_NAME
 from kernel_deps.resolver import Resolution, reject_unknown_upgrades, resolve, version_name
 from kernel_deps.spec import KernelRequirement, read_pyproject_text, read_requirements
-
-LOCK_NAME = "kernels.lock"
 
 
 @dataclass(frozen=True, slots=True)

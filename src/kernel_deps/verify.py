@@ -17,10 +17,11 @@ from typing import Sequence
 
 from kernel_deps import cache
 from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UsageError
-from kernel_deps.hub import BUILD_DIR, HubClient, is_offline
+from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
 from kernel_deps.lockfile import LockedKernel, Lockfile, read_lockfile
 from kernel_deps.locking import lock_path
+from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, is_offline
 from kernel_deps.spec import KernelRequirement, read_requirements
 from kernel_deps.variants import NoMatchingVariantError, SystemInfo, detect_system, select_variant
 from kernel_deps.versions import GitRef, parse_version_ref
@@ -233,7 +234,7 @@ def check_this_machine(
 
 def check_hub(lock: Lockfile, hub: HubClient) -> list[Problem]:
     """Ask the Hub: does each locked commit exist as locked, does its named ref still point at it?"""
-    with KernelIndex(hub) as index, ThreadPoolExecutor(max_workers=8) as pool:
+    with KernelIndex(hub) as index, ThreadPoolExecutor(max_workers=HUB_WORKERS) as pool:
         found = list(pool.map(lambda kernel: _check_remote(kernel, index), lock.kernels))
     return [problem for problems in found for problem in problems]
 

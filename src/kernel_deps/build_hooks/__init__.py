@@ -24,13 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernel_deps.errors import KernelDepsError, LockfileError, PyprojectError, UsageError
+from kernel_deps.errors import KernelDepsError, PyprojectError
+from kernel_deps.settings import ALLOW_STALE_ENV, LOCK_NAME, PYPROJECT_NAME, env_flag
 
-LOCK_NAME = "kernels.lock"
-ALLOW_STALE_ENV = "KERNELS_ALLOW_STALE_LOCK"
 ALLOW_STALE_KEY = "allow-stale-lock"
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"", "0", "false", "no", "off"})
 _OPT_OUT = f"set {ALLOW_STALE_ENV}=1 or add '{ALLOW_STALE_KEY} = true' under [tool.kernels] in pyproject.toml"
 
 
@@ -59,13 +56,13 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
     Raises StaleLockError, PyprojectError, LockfileError or UsageError.
     """
     project_dir = Path(project_dir)
-    pyproject = project_dir / "pyproject.toml"
+    pyproject = project_dir / PYPROJECT_NAME
     kernels_table = _kernels_table(pyproject)
     if kernels_table is None or "dependencies" not in kernels_table:
         return BuildLock()
     allow_stale, why = _allow_stale(kernels_table, pyproject)
 
-    from kernel_deps.lockfile import Lockfile
+    from kernel_deps.lockfile import Lockfile, read_lock_text
     from kernel_deps.spec import read_requirements
     from kernel_deps.verify import check_sync  # the static rule of `kernels lock --check`: no network
 
@@ -81,7 +78,7 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
             "exist, so the wheel carries no kernel lock and load_kernel() will not find one for this package; "
             f"run 'kernels lock' in {project_dir} and build again",
         ))  # fmt: skip
-    text = _read_text(path)
+    text = read_lock_text(path)
     lock = Lockfile.from_json(text, source=str(path))
     problems = [problem.message for problem in check_sync(requirements, lock)]
     if not problems:
@@ -130,24 +127,12 @@ def _toml_loads(text: str) -> dict[str, Any]:
 
 def _allow_stale(kernels_table: dict[str, Any], pyproject: Path) -> tuple[bool, str]:
     """Whether the user opted out of the stale-lock check, and where they said so."""
-    raw = os.environ.get(ALLOW_STALE_ENV, "")
-    if raw.strip().lower() not in _TRUE | _FALSE:
-        raise UsageError(f"{ALLOW_STALE_ENV}={raw!r}: expected 1 or 0 (also true/false, yes/no, on/off)")
-    if raw.strip().lower() in _TRUE:
-        return True, f"{ALLOW_STALE_ENV}={raw}"
+    if env_flag(ALLOW_STALE_ENV):
+        return True, f"{ALLOW_STALE_ENV}={os.environ[ALLOW_STALE_ENV]}"
     value = kernels_table.get(ALLOW_STALE_KEY, False)
     if not isinstance(value, bool):
         raise PyprojectError(f"{pyproject}: [tool.kernels] {ALLOW_STALE_KEY} = {value!r}: expected true or false")
     return value, f"[tool.kernels] {ALLOW_STALE_KEY} = true in {pyproject}"
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise LockfileError(f"{path}: cannot read ({exc.strerror or exc}); check that it is a readable file") from None
-    except UnicodeDecodeError as exc:
-        raise LockfileError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); rerun 'kernels lock'") from None
 
 
 __all__ = ["ALLOW_STALE_ENV", "ALLOW_STALE_KEY", "LOCK_NAME", "BuildLock", "StaleLockError", "lock_for_build"]

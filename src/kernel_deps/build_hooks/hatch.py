@@ -18,8 +18,9 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from hatchling.plugin import hookimpl
 
-from kernel_deps.build_hooks import LOCK_NAME, lock_for_build
+from kernel_deps.build_hooks import lock_for_build
 from kernel_deps.errors import KernelDepsError
+from kernel_deps.settings import LOCK_NAME
 
 
 class KernelsBuildHook(BuildHookInterface):
