@@ -25,7 +25,7 @@ MIB = 1 << 20
 
 
 def plain_variant_hash(entries: list[tuple[str, str]]) -> str:
-    """git_lfs_concat written out from DESIGN.md, independently of the module under test."""
+    """git_lfs_concat written out from docs/locking.md, independently of the module under test."""
     kept = []
     for path, content_hash in entries:
         if path.endswith(".pyc"):

@@ -73,11 +73,7 @@ class LockfileError(UsageError):
 
 
 class ResolutionError(KernelDepsError):
-    """The requirements cannot all be satisfied; ``causes`` says who asked for what."""
-
-    def __init__(self, message: str, causes: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.causes = causes or []
+    """The requirements cannot all be satisfied; the message says who asked for what."""
 
 
 class InvalidKernelMetadataError(KernelDepsError):

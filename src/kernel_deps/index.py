@@ -31,10 +31,6 @@ class VariantTree:
 
     files: dict[str, tuple[TreeFile, ...]]
 
-    @property
-    def variants(self) -> list[str]:
-        return sorted(self.files)
-
     def variant_hash(self, variant: str) -> str:
         """``git_lfs_concat`` of one variant as the Hub lists it."""
         cut = len(BUILD_DIR) + len(variant) + 2

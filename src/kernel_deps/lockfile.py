@@ -1,6 +1,6 @@
 """The ``kernels.lock`` model: frozen records, strict parse with path-naming errors, write, diff.
 
-The format (DESIGN.md) is a JSON list sorted by ``repo_id``; ``kernels`` <= 0.16 reads the
+The format (docs/locking.md) is a JSON list sorted by ``repo_id``; ``kernels`` <= 0.16 reads the
 ``repo_id``, ``sha`` and ``variants`` of each entry. Records validate themselves when built
 (a ``ValueError`` naming the key); :meth:`Lockfile.from_json` turns every problem in a file
 into one :class:`LockfileError` line naming the file, the entry and the key.

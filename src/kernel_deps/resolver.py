@@ -174,7 +174,7 @@ def resolve(
     try:
         result = Resolver(provider, BaseReporter()).resolve(requirements, max_rounds=max_rounds)
     except ResolutionImpossible as exc:
-        raise ResolutionError(explain_conflict(exc.causes, index), causes=[_cause_line(c) for c in exc.causes]) from None
+        raise ResolutionError(explain_conflict(exc.causes, index)) from None
     pins_out: dict[str, Candidate] = dict(result.mapping)
     required: dict[str, tuple[KernelRequirement, ...]] = {
         key: tuple(info.requirement for info in criterion.information) for key, criterion in result.criteria.items()

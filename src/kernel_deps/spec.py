@@ -73,6 +73,8 @@ class KernelRequirement:
     def __post_init__(self) -> None:
         if [self.specifier, self.major, self.revision].count(None) != 2:
             raise ValueError(f"{self.repo_id}: give exactly one of specifier, major or revision")
+        if self.specifier is not None and not str(self.specifier):
+            raise ValueError(f"{self.repo_id}: an empty specifier allows every version; give a range")
         if self.specifier is not None:
             text, pre = str(self.specifier), bool(self.specifier.prereleases)
         else:
@@ -84,7 +86,7 @@ class KernelRequirement:
         """The requirement for messages, e.g. ``org/name 1 (branch v1)``."""
         if self.major is not None:
             return f"{self.repo_id} {self.major} (branch v{self.major})"
-        return f"{self.repo_id} {self.text or '(any version)'}"
+        return f"{self.repo_id} {self.text}"
 
     def allows(self, version: Version) -> bool:
         """Whether ``version`` is wanted; pre-releases only when the range names one, as pip."""
