@@ -102,7 +102,12 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
     else:
         for line in outcome.changes:
             click.echo(line)
-        state = f"wrote {name}" if outcome.written else f"{name} is up to date"
+        if outcome.written:
+            state = f"wrote {name}"
+        elif outcome.up_to_date:
+            state = f"{name} is up to date"
+        else:
+            state = f"would update {name} (dry run: nothing written)"
         click.echo(f"Locked {len(outcome.lock.kernels)} kernels; {state}")
     if check and not outcome.up_to_date:
         sys.exit(1)
@@ -111,15 +116,21 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
 @main.command()
 @click.argument("project_dir", default=".", type=_PROJECT_DIR)
 @click.option("--check", is_flag=True, help="Exit 1 if kernels.lock is missing or would change; write nothing.")
+@click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--upgrade", "-U", is_flag=True, help="Ignore locked pins: take the newest allowed versions.")
 @click.option("--upgrade-package", "-P", "upgrade_packages", multiple=True, metavar="ORG/NAME",
               help="Release the pin of one kernel (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary.")
-def lock(project_dir: Path, check: bool, upgrade: bool, upgrade_packages: tuple[str, ...], as_json: bool) -> None:
+def lock(
+    project_dir: Path, check: bool, dry_run: bool, upgrade: bool, upgrade_packages: tuple[str, ...], as_json: bool
+) -> None:
     """Resolve [tool.kernels.dependencies] into kernels.lock (commits and variant hashes)."""
     from kernel_deps.locking import lock_project
 
-    outcome = lock_project(project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=not check)
+    if check and dry_run:
+        raise UsageError("--check and --dry-run exclude each other; pass one of them")
+    write = not (check or dry_run)
+    outcome = lock_project(project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=write)
     _render_outcome(outcome, as_json=as_json, check=check)
 
 
@@ -233,6 +244,7 @@ def verify(project_dir: Path, online: bool, require_cached: bool, as_json: bool)
             "online": report.online,
             "kernels": report.kernels,
             "problems": [asdict(problem) for problem in report.problems],
+            "notices": [asdict(notice) for notice in report.notices],
             "verified": [
                 {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash, "path": str(c.path)}
                 for c in report.verified
@@ -240,6 +252,8 @@ def verify(project_dir: Path, online: bool, require_cached: bool, as_json: bool)
         }
         click.echo(json.dumps(payload, indent=2))
     else:
+        for notice in report.notices:
+            click.echo(f"note: {notice.message}")
         for problem in report.problems:
             click.echo(problem.message)
             if problem.expected is not None or problem.got is not None:

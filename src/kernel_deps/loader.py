@@ -200,21 +200,22 @@ def _load(repo_id: str, source: LockSource, *, allow_download: bool) -> ModuleTy
         module = _loaded.get(key)
         if module is not None:
             return module
-        folder = _verified_variant(kernel, variant, allow_download=allow_download)
+        folder = _verified_variant(source.lock, kernel, variant, allow_download=allow_download)
         module = _import_variant(kernel, variant, folder)
         module.__kernel_origin__ = KernelOrigin(repo_id, kernel.sha, variant, folder, source.origin, source.path)
         _loaded[key] = module
         return module
 
 
-def _verified_variant(kernel: LockedKernel, variant: str, *, allow_download: bool) -> Path:
+def _verified_variant(lock: Lockfile, kernel: LockedKernel, variant: str, *, allow_download: bool) -> Path:
     expected = kernel.variants[variant].hash
     check = cache.check_variant(kernel.repo_id, kernel.sha, variant, expected)
     if not check.present and allow_download:
         from kernel_deps.download import download_lock
 
         if not is_offline():
-            download_lock(Lockfile(kernels=(kernel,)), variants_for=lambda _: [variant])
+            # The whole lock, so the entry keeps its dependencies' entries; only this variant.
+            download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [])
             check = cache.check_variant(kernel.repo_id, kernel.sha, variant, expected)
     if not check.present:
         raise KernelNotCachedError(

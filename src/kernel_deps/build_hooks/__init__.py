@@ -64,7 +64,7 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
 
     from kernel_deps.lockfile import Lockfile, read_lock_text
     from kernel_deps.spec import read_requirements
-    from kernel_deps.verify import check_sync  # the static rule of `kernels lock --check`: no network
+    from kernel_deps.sync import check_sync  # the static rule of `kernels lock --check`: no network
 
     requirements = read_requirements(project_dir)
     path = project_dir / LOCK_NAME
