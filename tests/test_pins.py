@@ -176,3 +176,44 @@ def test_a_revision_pin_by_commit_is_met_by_that_commit_only() -> None:
     requirement = parse_requirement("org/kernel", {"revision": sha}, source="pyproject.toml")
     assert entry_satisfies(LockedKernel(repo_id="org/kernel", sha=sha, variants={}), requirement)
     assert not entry_satisfies(LockedKernel(repo_id="org/kernel", sha="c" * 40, variants={}), requirement)
+
+
+def test_outdated_shows_upgrades_newer_releases_and_moved_branches(hub_env, tmp_path) -> None:
+    import json
+
+    from kernel_deps.outdated import outdated_project
+
+    branchy, ranged = "kernels-test/outdated-branch", "kernels-test/outdated-range"
+    b = hub_env.add_repo(KernelRepo(branchy, (Release("1.0.0"),)))
+    r = hub_env.add_repo(KernelRepo(ranged, (Release("1.0.0"),)))
+    project = make_project(tmp_path, f'"{branchy}" = 1\n"{ranged}" = ">=1,<2"')
+    lock_project(project)
+    assert not outdated_project(project).drifted
+
+    commit_release(b, Release("1.1.0"), 1)
+    update_major_branches(b)  # v1 moves on
+    commit_release(r, Release("1.1.0"), 1)
+    commit_release(r, Release("2.0.0"), 2)
+    update_major_branches(r)  # a release within the range, and one outside it
+
+    report = {k.repo_id: k for k in outdated_project(project).kernels}
+    moved = report[branchy]
+    assert (moved.locked_commit, moved.upgrade_commit, moved.ref_moved_to) == (
+        b.commits["1.0.0"], b.commits["1.1.0"], b.commits["1.1.0"]
+    )
+    # Every generated variant's files name the release, so each variant's hash changes.
+    assert set(moved.changed_variants) == set(lock_project(project).lock.get(branchy).variants)
+    ahead = report[ranged]
+    assert (ahead.locked_version, ahead.upgrade_version, ahead.latest_version) == ("v1.0.0", "v1.1.0", "v2.0.0")
+    assert ahead.ref_moved_to is None and ahead.upgradable
+
+    plain = run_cli("outdated", str(project))
+    assert plain.returncode == 0, plain.stderr
+    assert f"{ranged}" in plain.stdout and "v1.1.0" in plain.stdout and "v2.0.0" in plain.stdout
+    assert f"note: {branchy}: v1 now points at {b.commits['1.1.0'][:12]}" in plain.stdout
+    assert run_cli("outdated", "--exit-code", str(project)).returncode == 1
+    data = json.loads(run_cli("outdated", "--json", str(project)).stdout)
+    assert data["drifted"] is True
+    assert {k["repo_id"]: k["upgradable"] for k in data["kernels"]} == {branchy: True, ranged: True}
+    # Reading only: the lock did not move.
+    assert lock_project(project, write=False).up_to_date

@@ -272,3 +272,46 @@ def verify(project_dir: Path, online: bool, require_cached: bool, as_json: bool)
             )
     if not report.ok:
         sys.exit(1)
+
+
+@main.command()
+@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable report.")
+@click.option("--exit-code", is_flag=True, help="Exit 1 when any pin has drifted (for CI).")
+def outdated(project_dir: Path, as_json: bool, exit_code: bool) -> None:
+    """Show, per locked kernel, what --upgrade would take, newer releases and moved refs."""
+    from dataclasses import asdict
+
+    from kernel_deps.outdated import outdated_project
+
+    report = outdated_project(project_dir)
+    if as_json:
+        kernels = [{**asdict(k), "upgradable": k.upgradable, "drifted": k.drifted} for k in report.kernels]
+        click.echo(json.dumps({"lockfile": str(report.lockfile), "drifted": report.drifted, "kernels": kernels}, indent=2))
+    else:
+        rows = [("KERNEL", "LOCKED", "UPGRADE", "LATEST")]
+        for k in report.kernels:
+            rows.append((
+                k.repo_id,
+                _short(k.locked_version, k.locked_commit),
+                _short(k.upgrade_version, k.upgrade_commit) if k.upgradable else "-",
+                _short(k.latest_version, k.latest_commit) if k.latest_version else "-",
+            ))  # fmt: skip
+        widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        for row in rows:
+            click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
+        for k in report.kernels:
+            if k.ref_moved_to:
+                changed = ", ".join(k.changed_variants) or "none"
+                click.echo(
+                    f"note: {k.repo_id}: {k.locked_version} now points at {k.ref_moved_to[:12]} (locked "
+                    f"{k.locked_commit[:12]}); variants that would change: {changed}"
+                )
+        if not report.drifted:
+            click.echo(f"all {len(report.kernels)} locked kernels are current")
+    if exit_code and report.drifted:
+        sys.exit(1)
+
+
+def _short(version: str | None, commit: str | None) -> str:
+    return f"{version} ({commit[:12]})" if version and commit else (commit or "")[:12]
