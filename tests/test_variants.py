@@ -248,7 +248,7 @@ def test_no_match_error_message() -> None:
     assert str(error) == error.message == (
         "kernels-test/activation: no variant for this system (torch 2.13, cxx11 ABI, CPU, x86_64-linux); "
         "available: torch29-metal-aarch64-darwin (aarch64-darwin build; this system is x86_64-linux), "
-        "torch-cuda (CUDA build; this system uses CPU); pass --variant NAME to choose one explicitly"
+        "torch-cuda (CUDA build; this system uses CPU)"
     )
     assert isinstance(error, KernelDepsError) and error.exit_code == 1
     assert error.repo_id == "kernels-test/activation" and error.system == CPU_ONLY
@@ -267,7 +267,7 @@ def test_no_match_error_stays_one_line_for_hostile_names() -> None:
 
 
 def test_no_variants_at_all() -> None:
-    with pytest.raises(NoMatchingVariantError, match=r"\(torch not installed, CPU, x86_64-linux\); available: none;"):
+    with pytest.raises(NoMatchingVariantError, match=r"\(torch not installed, CPU, x86_64-linux\); available: none$"):
         select_variant("org/k", [], NO_TORCH)
 
 

@@ -61,8 +61,7 @@ class NoMatchingVariantError(KernelDepsError):
     def __init__(self, repo_id: str, system: SystemInfo, reasons: dict[str, str]) -> None:
         listed = ", ".join(f"{_display_name(n)} ({r})" for n, r in reasons.items()) or "none"
         super().__init__(
-            f"{repo_id}: no variant for this system ({system.describe()}); available: {listed}; "
-            "pass --variant NAME to choose one explicitly"
+            f"{repo_id}: no variant for this system ({system.describe()}); available: {listed}"
         )
         self.repo_id = repo_id
         self.system = system
