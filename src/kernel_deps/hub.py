@@ -5,11 +5,11 @@ used when no kernel repo of that id exists. Refs are always listed first and eve
 call names a full commit SHA, so a result never depends on a ref moving mid-run. Every
 request goes through one :class:`~kernel_deps.transport.Transport` (offline check,
 timeouts, retries, error mapping); this module builds the URLs and reads the answers.
+What the files mean (metadata, hashes) is for the modules that use them.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,17 +123,6 @@ class HubClient:
             ]
         except (KeyError, TypeError, ValueError) as exc:
             raise HubError(f"{repo_id}@{commit[:12]}: the Hub's tree listing of {folder} is malformed ({exc!r})") from None
-
-    def read_metadata(self, repo_id: str, commit: str, variant: str) -> dict:
-        """The parsed ``build/<variant>/metadata.json`` at ``commit`` (not cached on disk)."""
-        data = self.read_small_file(repo_id, commit, f"{BUILD_DIR}/{variant}/metadata.json")
-        try:
-            parsed = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise HubError(f"{repo_id}@{commit[:12]}: build/{variant}/metadata.json is not valid JSON ({exc})") from None
-        if not isinstance(parsed, dict):
-            raise HubError(f"{repo_id}@{commit[:12]}: build/{variant}/metadata.json is not a JSON object")
-        return parsed
 
     def read_small_file(self, repo_id: str, commit: str, path: str, limit: int = MAX_SMALL_FILE_BYTES) -> bytes:
         """The bytes of one small file at ``commit``; refuses files over ``limit`` bytes."""
