@@ -12,6 +12,7 @@ from kernel_deps.errors import (
     HubUnavailableError,
     InvalidRepoIdError,
     OfflineError,
+    PathNotFoundError,
     RepoNotFoundError,
     RevisionNotFoundError,
 )
@@ -86,7 +87,20 @@ def test_commit_without_build_folder_has_no_variants(hub_env) -> None:
     from tests.fixtures.builder import KernelRepo, Release
 
     built = hub_env.add_repo(KernelRepo("kernels-test/hub-empty-variants", (Release("1.0.0", variants=()),)))
-    assert HubClient().list_variants("kernels-test/hub-empty-variants", built.commits["1.0.0"]) == []
+    client = HubClient()
+    assert client.list_variants("kernels-test/hub-empty-variants", built.commits["1.0.0"]) == []
+    assert client.list_variant_files("kernels-test/hub-empty-variants", built.commits["1.0.0"]) == []
+
+
+def test_a_missing_variant_folder_is_not_an_empty_one(hub_env) -> None:
+    from tests.fixtures.builder import KernelRepo, Release
+
+    built = hub_env.add_repo(KernelRepo("kernels-test/hub-one-variant", (Release("1.0.0", variants=(CPU_VARIANT,)),)))
+    commit = built.commits["1.0.0"]
+    client = HubClient()
+    with pytest.raises(PathNotFoundError, match=rf"^kernels-test/hub-one-variant: the Hub has no build/{CUDA_VARIANT} at {commit[:12]}$"):
+        client.list_variant_files("kernels-test/hub-one-variant", commit, CUDA_VARIANT)
+    assert {f.path.split("/")[1] for f in client.list_variant_files("kernels-test/hub-one-variant", commit)} == {CPU_VARIANT}
 
 
 def test_unknown_repo(hub_env) -> None:

@@ -18,7 +18,7 @@ from typing import Callable
 import httpx2
 from huggingface_hub import hf_hub_url
 
-from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError
+from kernel_deps.errors import HubError, PathNotFoundError, RepoNotFoundError, RevisionNotFoundError
 from kernel_deps.settings import BUILD_DIR, KERNEL, MODEL, REPO_TYPE_PLURALS
 from kernel_deps.spec import validate_repo_id
 from kernel_deps.transport import Target, Transport
@@ -99,17 +99,30 @@ class HubClient:
     # -- trees ------------------------------------------------------------------------
 
     def list_variants(self, repo_id: str, commit: str) -> list[str]:
-        """Names of the ``build/<variant>`` folders of ``repo_id`` at ``commit``, sorted."""
-        entries = self._list_tree(repo_id, commit, BUILD_DIR, recursive=False)
+        """Names of the ``build/<variant>`` folders of ``repo_id`` at ``commit``, sorted
+        (none when the commit has no ``build/`` folder)."""
+        try:
+            entries = self._list_tree(repo_id, commit, BUILD_DIR, recursive=False)
+        except PathNotFoundError:
+            return []
         prefix = BUILD_DIR + "/"
         return sorted(
             e["path"][len(prefix):] for e in entries if e.get("type") == "directory" and e["path"].startswith(prefix)
         )
 
     def list_variant_files(self, repo_id: str, commit: str, variant: str | None = None) -> list[TreeFile]:
-        """Every file under ``build/<variant>/`` (or all of ``build/``) at ``commit``."""
+        """Every file under ``build/<variant>/`` (or all of ``build/``) at ``commit``.
+
+        A commit without ``build/`` has no files; a named variant folder that does not
+        exist at ``commit`` is a :class:`PathNotFoundError`, never an empty listing.
+        """
         folder = f"{BUILD_DIR}/{variant}" if variant else BUILD_DIR
-        entries = self._list_tree(repo_id, commit, folder, recursive=True)
+        try:
+            entries = self._list_tree(repo_id, commit, folder, recursive=True)
+        except PathNotFoundError:
+            if variant:
+                raise
+            return []
         try:
             return [
                 TreeFile(
@@ -185,7 +198,8 @@ class HubClient:
         self.transport.stream(url, Target(repo_id, commit, path), write, headers=range_header)
 
     def _list_tree(self, repo_id: str, commit: str, folder: str, *, recursive: bool) -> list[dict]:
-        """The tree entries under ``folder`` at ``commit``, following pagination."""
+        """The tree entries under ``folder`` at ``commit``, following pagination;
+        :class:`PathNotFoundError` when the commit exists but ``folder`` does not."""
         url: str | None = self._api_url(repo_id, f"tree/{commit}/{folder}").rstrip("/")
         params: dict | None = {"recursive": str(recursive).lower(), "expand": "false"}
         entries: list[dict] = []
@@ -207,7 +221,7 @@ class HubClient:
             # Some servers answer 404 both for a missing folder and a missing commit;
             # only on this error path, ask for the root to tell which it is.
             self._list_tree(repo_id, commit, "", recursive=False)
-            return []
+            raise PathNotFoundError(repo_id, commit, folder) from None
         return entries
 
     def _api_url(self, repo_id: str, tail: str) -> str:
