@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -156,6 +157,35 @@ def test_rewritten_repo_is_refused(hub_env, tmp_path) -> None:
     assert result.returncode == 1
     assert "kernels-test/download-rewritten" in result.stderr and "not found" in result.stderr
     assert snapshot_files(cache.cache_root()) == []
+
+
+def test_a_locked_variant_absent_at_the_locked_commit_is_named_as_such(hub_env, tmp_path) -> None:
+    hub_env.add_repo(KernelRepo("kernels-test/download-no-variant", (Release("1.0.0", variants=(CPU_VARIANT,)),)))
+    project = make_project(tmp_path, '"kernels-test/download-no-variant" = ">=1"')
+    lock_project(project)
+    # An edited lock: it names a variant the repo never had at that commit.
+    entries = json.loads((project / "kernels.lock").read_text())
+    entries[0]["variants"][CUDA_VARIANT] = {"hash": "sha256-" + "1" * 64, "hash_type": "git_lfs_concat"}
+    (project / "kernels.lock").write_text(json.dumps(entries, indent=2) + "\n")
+    sha = entries[0]["sha"]
+
+    result = kernels("download", str(project), "--variant", CUDA_VARIANT)
+    assert result.returncode == 1
+    line = result.stderr.strip()
+    assert len(line.splitlines()) == 1 and "Traceback" not in line
+    assert (
+        f"kernels-test/download-no-variant {CUDA_VARIANT}: the Hub has no build/{CUDA_VARIANT} at {sha[:12]}; "
+        "the lock names a variant the repo does not have (edited lock or rewritten repo)"
+    ) in line
+    assert "serves different content" not in line
+    root = cache.cache_root()
+    assert snapshot_files(root) == []
+    repo = cache.find_repo_dir("kernels-test/download-no-variant", root)
+    assert repo is None or not [p for p in (repo / "blobs").glob("*")]
+
+    online = kernels("verify", "--online", str(project))
+    assert online.returncode == 1
+    assert f"kernels-test/download-no-variant {CUDA_VARIANT}: not on the Hub at {sha[:12]}" in online.stdout + online.stderr
 
 
 def test_moved_tag_still_downloads_the_locked_commit(hub_env, tmp_path) -> None:

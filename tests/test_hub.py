@@ -12,10 +12,12 @@ from kernel_deps.errors import (
     HubUnavailableError,
     InvalidRepoIdError,
     OfflineError,
+    PathNotFoundError,
     RepoNotFoundError,
     RevisionNotFoundError,
 )
 from kernel_deps.hub import HubClient
+from kernel_deps.index import KernelIndex
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, git_blob_id
 from tests.fixtures.localhub import free_port
 
@@ -68,11 +70,16 @@ def test_lfs_file_downloads_with_original_bytes(hub_env, tmp_path) -> None:
         assert fh.read() == content.data
 
 
-def test_read_metadata_lists_kernel_depends(hub_env) -> None:
+def test_metadata_is_read_as_bytes_and_parsed_by_the_index(hub_env) -> None:
+    # The Hub client reads raw bytes; the index, metadata's only user, parses them.
     built = hub_env.repos["kernels-test/attention"]
-    metadata = HubClient().read_metadata("kernels-test/attention", built.commits["1.4.0"], CPU_VARIANT)
+    commit, path = built.commits["1.4.0"], f"build/{CPU_VARIANT}/metadata.json"
+    client = HubClient()
+    assert client.read_small_file("kernels-test/attention", commit, path) == built.files["1.4.0"][path].data
+    with KernelIndex(client) as index:
+        metadata = index.metadata("kernels-test/attention", commit, CPU_VARIANT)
     assert metadata["kernel-depends"] == [{"repo-id": "kernels-test/rotary", "version": ">=2"}]
-    assert metadata == json.loads(built.files["1.4.0"][f"build/{CPU_VARIANT}/metadata.json"].data)
+    assert metadata == json.loads(built.files["1.4.0"][path].data)
 
 
 def test_commit_without_build_folder_has_no_variants(hub_env) -> None:
@@ -80,7 +87,20 @@ def test_commit_without_build_folder_has_no_variants(hub_env) -> None:
     from tests.fixtures.builder import KernelRepo, Release
 
     built = hub_env.add_repo(KernelRepo("kernels-test/hub-empty-variants", (Release("1.0.0", variants=()),)))
-    assert HubClient().list_variants("kernels-test/hub-empty-variants", built.commits["1.0.0"]) == []
+    client = HubClient()
+    assert client.list_variants("kernels-test/hub-empty-variants", built.commits["1.0.0"]) == []
+    assert client.list_variant_files("kernels-test/hub-empty-variants", built.commits["1.0.0"]) == []
+
+
+def test_a_missing_variant_folder_is_not_an_empty_one(hub_env) -> None:
+    from tests.fixtures.builder import KernelRepo, Release
+
+    built = hub_env.add_repo(KernelRepo("kernels-test/hub-one-variant", (Release("1.0.0", variants=(CPU_VARIANT,)),)))
+    commit = built.commits["1.0.0"]
+    client = HubClient()
+    with pytest.raises(PathNotFoundError, match=rf"^kernels-test/hub-one-variant: the Hub has no build/{CUDA_VARIANT} at {commit[:12]}$"):
+        client.list_variant_files("kernels-test/hub-one-variant", commit, CUDA_VARIANT)
+    assert {f.path.split("/")[1] for f in client.list_variant_files("kernels-test/hub-one-variant", commit)} == {CPU_VARIANT}
 
 
 def test_unknown_repo(hub_env) -> None:

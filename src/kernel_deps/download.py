@@ -26,7 +26,13 @@ from typing import Callable, Iterable, Sequence
 from filelock import FileLock
 
 from kernel_deps import cache
-from kernel_deps.errors import DownloadVerificationError, OfflineError, UnsafeRepoContentError, UsageError
+from kernel_deps.errors import (
+    DownloadVerificationError,
+    OfflineError,
+    PathNotFoundError,
+    UnsafeRepoContentError,
+    UsageError,
+)
 from kernel_deps.hashing import is_hashed_path, variant_hash
 from kernel_deps.hub import HubClient, TreeFile
 from kernel_deps.lockfile import LockedKernel, Lockfile
@@ -185,7 +191,14 @@ def _fetch_variant(
         if _cached_ok(task, root):  # another process finished it while we waited
             progress.variant_done(task, cached=True, files=0, size=0)
             return 0, 0
-        listing = check_tree_paths(task, hub.list_variant_files(kernel.repo_id, kernel.sha, task.variant))
+        try:
+            listed = hub.list_variant_files(kernel.repo_id, kernel.sha, task.variant)
+        except PathNotFoundError:
+            raise DownloadVerificationError(
+                f"{task.label}: the Hub has no {BUILD_DIR}/{task.variant} at {kernel.sha[:12]}; the lock names a "
+                "variant the repo does not have (edited lock or rewritten repo); nothing was downloaded"
+            ) from None
+        listing = check_tree_paths(task, listed)
         expected = kernel.variants[task.variant].hash
         served = variant_hash((rel, entry.content_hash) for rel, entry in listing.items())
         if not listing or served != expected:

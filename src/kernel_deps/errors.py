@@ -52,6 +52,16 @@ class RevisionNotFoundError(HubError):
         self.revision = revision
 
 
+class PathNotFoundError(HubError):
+    """A commit exists, but a file or folder is not in it."""
+
+    def __init__(self, repo_id: str, revision: str, path: str) -> None:
+        super().__init__(f"{repo_id}: the Hub has no {path} at {revision[:12]}")
+        self.repo_id = repo_id
+        self.revision = revision
+        self.path = path
+
+
 class HubAuthError(HubError):
     """The Hub refused the request for lack of (valid) credentials."""
 

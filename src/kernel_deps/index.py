@@ -10,12 +10,13 @@ that answer.
 
 from __future__ import annotations
 
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable, TypeVar
 
-from kernel_deps.errors import InvalidKernelMetadataError, PyprojectError
+from kernel_deps.errors import HubError, InvalidKernelMetadataError, PyprojectError
 from kernel_deps.hashing import variant_hash
 from kernel_deps.hub import HubClient, RepoRefs, TreeFile
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS
@@ -98,7 +99,7 @@ class KernelIndex:
         def fetch() -> tuple[KernelRequirement, ...]:
             tree = self.tree(repo_id, commit)
             variants = [v for v, files in tree.files.items() if any(f.path.endswith(f"/{v}/metadata.json") for f in files)]
-            metadata = list(self._calls.map(lambda v: self.hub.read_metadata(repo_id, commit, v), variants))
+            metadata = list(self._calls.map(lambda v: self.metadata(repo_id, commit, v), variants))
             found: dict[tuple, KernelRequirement] = {}
             for variant, meta in zip(variants, metadata):
                 source = f"{repo_id}@{commit[:12]} build/{variant}/metadata.json"
@@ -111,6 +112,11 @@ class KernelIndex:
             return tuple(found[key] for key in sorted(found))
 
         return self._once(("deps", repo_id, commit), fetch)
+
+    def metadata(self, repo_id: str, commit: str, variant: str) -> dict:
+        """The parsed ``build/<variant>/metadata.json`` at ``commit`` (read, not cached on disk)."""
+        data = self.hub.read_small_file(repo_id, commit, f"{BUILD_DIR}/{variant}/metadata.json")
+        return parse_metadata(data, f"{repo_id}@{commit[:12]}: {BUILD_DIR}/{variant}/metadata.json")
 
     # -- speculation ------------------------------------------------------------------
 
@@ -158,3 +164,14 @@ class KernelIndex:
         if slot.error is not None:
             raise slot.error
         return slot.value  # type: ignore[return-value]
+
+
+def parse_metadata(data: bytes, source: str) -> dict:
+    """A variant's ``metadata.json`` as a dict; HubError naming ``source`` when it is not one."""
+    try:
+        parsed = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HubError(f"{source} is not valid JSON ({exc})") from None
+    if not isinstance(parsed, dict):
+        raise HubError(f"{source} is not a JSON object")
+    return parsed

@@ -1,26 +1,39 @@
 """Build variants: the folder-name grammar, this system's description, and which build fits.
 
-A kernel repo holds one ``build/<variant>/`` folder per build. The names follow a grammar:
+A kernel repo holds one ``build/<variant>/`` folder per build. The names follow the grammar
+the Hugging Face ``kernels`` library and kernel-builder use:
 
-- exact torch builds ``torch<MAJ><MIN>[-cxx11|-cxx98]-<backend>-<arch>-<os>``, with the C++
-  ABI part on linux only: ``torch213-cxx11-cu128-x86_64-linux``, ``torch29-metal-aarch64-darwin``;
+- exact torch builds ``torch<MAJ><MIN>[-cxx11|-cxx98]-<backend>-<arch>-<os>``:
+  ``torch213-cxx11-cu128-x86_64-linux``, ``torch211-cu128-x86_64-linux``,
+  ``torch29-metal-aarch64-darwin``. The C++ ABI tag is historical (linux builds had one; newer
+  builds drop it); a tagged build needs a torch of that ABI, so tagged builds for other
+  systems than linux (some exist) never fit;
 - stable-ABI builds ``torch-stable-abi<MAJ><MIN>-<backend>-<arch>-<os>``, usable with any torch
   at least that version;
 - other frameworks ``tvm-ffi<MAJ><MIN>-<backend>-<arch>-<os>`` (its ABI version is kept in
   ``Variant.stable_abi``); parsed, but never chosen by a torch loader;
-- noarch ``torch-universal`` (pure Python) and ``torch-<backend>`` (backend-specific Python).
+- noarch ``torch-universal`` (pure Python) and ``torch-<backend>`` (backend-specific Python):
+  ``torch-cpu``, ``torch-cuda``, ``torch-rocm``, ``torch-xpu``, ``torch-metal``, ``torch-npu``
+  (Ascend, backend ``cann``), ``torch-neuron`` and ``torch-tpu``.
 
-Backends are ``cpu``, ``metal``, ``cu<ver>`` (CUDA), ``rocm<ver>`` and ``xpu<ver>``; in a
-backend version the last digit is the minor (``cu128`` is 12.8, ``xpu20251`` is 2025.1), in a
-torch or ABI version the first digit is the major (``torch213`` is 2.13). Anything else,
-including names with ``/``, ``\\``, ``..`` or whitespace, is not a variant.
+Backends are ``cpu``, ``metal``, ``neuron``, ``tpu``, and the versioned ``cu<ver>`` (CUDA),
+``rocm<ver>``, ``xpu<ver>`` and ``cann<ver>`` (Ascend). In a backend version the last digit is
+the minor (``cu128`` is 12.8, ``xpu20251`` is 2025.1), in a torch or ABI version the first
+digit is the major (``torch213`` is 2.13). Anything else, including names with ``/``, ``\\``,
+``..`` or whitespace, is not a variant.
 
-Preference order, best first (``rank_variants``):
+Which builds fit a system (``rank_variants``): an arch build needs the system's arch, os
+and backend. A CUDA x.z build fits a system with CUDA x.y when z <= y (CUDA minor version
+compatibility); ROCm, XPU and CANN builds need the same major.minor. An exact torch build
+needs this torch major.minor and, when tagged, its C++ ABI; a stable-ABI build needs a
+torch at least its ABI version. Metal arch builds need macOS 26 or later. Noarch builds fit
+any system of their backend, and ``torch-universal`` any system, with or without torch.
 
-1. the exact torch build for this torch major.minor, C++ ABI (linux only), backend with the
-   same CUDA/ROCm/XPU major.minor, arch and os;
-2. stable-ABI builds whose ABI version is at most this torch's, same backend, backend
-   version, arch and os; the newest ABI version first;
+Preference order, best first (the order of the ``kernels`` library, so that one lock gives
+one build everywhere):
+
+1. stable-ABI builds, the newest ABI version first, then the newest backend minor;
+2. exact torch builds, untagged before C++ ABI-tagged, then the newest backend minor;
 3. the noarch ``torch-<backend>`` build for this system's backend;
 4. ``torch-universal``.
 
@@ -30,6 +43,8 @@ passed in (``detect_system`` or ``system_for_variant``), never looked up inside.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import platform
 import re
 import sys
@@ -43,16 +58,28 @@ _MAX_NAME_LENGTH = 100
 _ARCH_BUILD = re.compile(
     r"(?:(?P<framework>torch|torch-stable-abi|tvm-ffi)(?P<fver>[0-9]+))"
     r"(?:-(?P<abi>cxx11|cxx98))?"
-    r"-(?P<backend>cpu|metal|cu|rocm|xpu)(?P<bver>[0-9]*)"
+    r"-(?P<backend>cpu|metal|neuron|tpu|cu|rocm|xpu|cann)(?P<bver>[0-9]*)"
     r"-(?P<arch>[a-z][a-z0-9_]*)-(?P<os>linux|darwin|windows)",
     re.ASCII,
 )
-_NOARCH_BACKENDS = ("universal", "cpu", "cuda", "rocm", "xpu", "metal")
-_BACKEND_TOKENS = {"cpu": "cpu", "metal": "metal", "cu": "cuda", "rocm": "rocm", "xpu": "xpu"}
-_VERSIONED_BACKENDS = frozenset({"cuda", "rocm", "xpu"})
-_BACKEND_LABELS = {"cpu": "CPU", "cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU", "metal": "Metal", "universal": "universal"}
+# noarch folder suffix -> backend; Ascend's noarch builds are named after the device, ``npu``.
+_NOARCH_BACKENDS = {
+    "universal": "universal", "cpu": "cpu", "cuda": "cuda", "rocm": "rocm", "xpu": "xpu",
+    "metal": "metal", "npu": "cann", "neuron": "neuron", "tpu": "tpu",
+}  # fmt: skip
+_BACKEND_TOKENS = {
+    "cpu": "cpu", "metal": "metal", "neuron": "neuron", "tpu": "tpu",
+    "cu": "cuda", "rocm": "rocm", "xpu": "xpu", "cann": "cann",
+}  # fmt: skip
+_VERSIONED_BACKENDS = frozenset({"cuda", "rocm", "xpu", "cann"})
+_BACKEND_LABELS = {
+    "cpu": "CPU", "cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU", "metal": "Metal", "cann": "CANN",
+    "neuron": "Neuron", "tpu": "TPU", "universal": "universal",
+}  # fmt: skip
 _ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
 _FRAMEWORKS = {"torch": "torch", "torch-stable-abi": "torch", "tvm-ffi": "tvm-ffi"}
+# Metal builds are compiled for Metal 4, which macOS 26 introduced.
+METAL_MIN_MACOS = (26, 0)
 
 
 class NoMatchingVariantError(KernelDepsError):
@@ -61,8 +88,7 @@ class NoMatchingVariantError(KernelDepsError):
     def __init__(self, repo_id: str, system: SystemInfo, reasons: dict[str, str]) -> None:
         listed = ", ".join(f"{_display_name(n)} ({r})" for n, r in reasons.items()) or "none"
         super().__init__(
-            f"{repo_id}: no variant for this system ({system.describe()}); available: {listed}; "
-            "pass --variant NAME to choose one explicitly"
+            f"{repo_id}: no variant for this system ({system.describe()}); available: {listed}"
         )
         self.repo_id = repo_id
         self.system = system
@@ -91,7 +117,12 @@ class Variant:
 
 @dataclass(frozen=True, slots=True)
 class SystemInfo:
-    """What a build must match: torch, C++ ABI, compute backend, architecture and os."""
+    """What a build must match: torch, C++ ABI, compute backend, architecture and os.
+
+    ``cxx11`` is None without torch, off linux (torch has no ABI choice there), and for a
+    target named by an untagged build (either ABI may then be taken). ``macos_version`` is
+    the macOS major.minor on darwin, None elsewhere or when unknown.
+    """
 
     torch_version: tuple[int, int] | None
     cxx11: bool | None
@@ -99,6 +130,7 @@ class SystemInfo:
     backend_version: tuple[int, ...] | None
     arch: str
     os: str
+    macos_version: tuple[int, int] | None = None
 
     def describe(self) -> str:
         """A short human description, e.g. ``torch 2.13, cxx11 ABI, CPU, x86_64-linux``."""
@@ -107,6 +139,8 @@ class SystemInfo:
             parts.append(f"{_abi_label(self.cxx11)} ABI")
         parts.append(_backend_label(self.backend, self.backend_version))
         parts.append(f"{self.arch}-{self.os}")
+        if self.macos_version is not None:
+            parts.append(f"macOS {_dotted(self.macos_version)}")
         return ", ".join(parts)
 
 
@@ -115,22 +149,22 @@ def parse_variant(name: str) -> Variant | None:
     if not isinstance(name, str) or len(name) > _MAX_NAME_LENGTH:
         return None
     if name.startswith("torch-") and name[len("torch-"):] in _NOARCH_BACKENDS:
-        backend = name[len("torch-"):]
+        backend = _NOARCH_BACKENDS[name[len("torch-"):]]
         return Variant(name, "torch", None, None, None, backend, None, None, None, noarch=True)
     match = _ARCH_BUILD.fullmatch(name)
     if match is None:
         return None
-    kind, abi, os_name = match["framework"], match["abi"], match["os"]
+    kind, abi = match["framework"], match["abi"]
     framework_version = _leading_major(match["fver"])
     backend = _BACKEND_TOKENS[match["backend"]]
     backend_version = _trailing_minor(match["bver"])
-    # CUDA, ROCm and XPU builds always name a (well-formed) version; CPU and Metal never do.
+    # CUDA, ROCm, XPU and CANN builds always name a (well-formed) version; the others never do.
     if framework_version is None or (backend in _VERSIONED_BACKENDS) != (backend_version is not None):
         return None
     if match["bver"] and backend_version is None:
         return None
-    # The C++ ABI only varies for exact torch builds on linux, where it is always named.
-    if (abi is not None) != (kind == "torch" and os_name == "linux"):
+    # Only exact torch builds may carry a C++ ABI tag.
+    if abi is not None and kind != "torch":
         return None
     exact = kind == "torch"
     return Variant(
@@ -142,7 +176,7 @@ def parse_variant(name: str) -> Variant | None:
         backend=backend,
         backend_version=backend_version,
         arch=match["arch"],
-        os=os_name,
+        os=match["os"],
         noarch=False,
     )
 
@@ -153,23 +187,33 @@ def is_valid_variant_name(name: str) -> bool:
 
 
 def detect_system() -> SystemInfo:
-    """Describe this machine: the installed torch (imported here, not at module import)."""
+    """Describe this machine: the installed torch (imported here, not at module import).
+
+    Without torch the backend is CUDA when a CUDA runtime library can be loaded (its
+    version is asked from it), else CPU; only noarch builds can fit then.
+    """
     arch, os_name = _machine_arch(platform.machine()), _os_name(sys.platform)
+    macos = _macos_version(platform.mac_ver()[0]) if os_name == "darwin" else None
     try:
         with warnings.catch_warnings():
             # torch warns at import when NumPy is absent; kernel-deps never needs NumPy.
             warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
             import torch
     except ImportError:
-        return SystemInfo(None, None, "cpu", None, arch, os_name)
+        cuda = _cuda_runtime_version()
+        backend = "cpu" if cuda is None else "cuda"
+        return SystemInfo(None, None, backend, cuda, arch, os_name, macos)
     torch_version = _dotted_pair(torch.__version__)
-    cxx11 = bool(torch.compiled_with_cxx11_abi())
-    backend, backend_version = _torch_backend(torch, os_name)
-    return SystemInfo(torch_version, cxx11, backend, backend_version, arch, os_name)
+    cxx11 = bool(torch.compiled_with_cxx11_abi()) if os_name == "linux" else None
+    backend, backend_version = _torch_backend(torch)
+    return SystemInfo(torch_version, cxx11, backend, backend_version, arch, os_name, macos)
 
 
 def system_for_variant(name: str) -> SystemInfo:
-    """The system an arch build targets, for cross-targeting (``--variant NAME``) and tests."""
+    """The system an arch build targets, for cross-targeting (``--variant NAME``) and tests.
+
+    A darwin target is taken to run macOS 26, the oldest that runs Metal builds.
+    """
     variant = parse_variant(name)
     if variant is None:
         raise InvalidVariantError(
@@ -181,13 +225,21 @@ def system_for_variant(name: str) -> SystemInfo:
             "pass an arch build like torch213-cxx11-cu128-x86_64-linux"
         )
     assert variant.arch is not None and variant.os is not None
+    if variant.cxx11 is not None and variant.os != "linux":
+        raise InvalidVariantError(
+            f"variant {name!r} has a C++ ABI tag, which only linux builds use; "
+            f"pass it without the tag, like {name.replace('-cxx11', '').replace('-cxx98', '')}"
+        )
     torch_version = variant.torch_version or variant.stable_abi
-    return SystemInfo(torch_version, variant.cxx11, variant.backend, variant.backend_version, variant.arch, variant.os)
+    macos = METAL_MIN_MACOS if variant.os == "darwin" else None
+    return SystemInfo(
+        torch_version, variant.cxx11, variant.backend, variant.backend_version, variant.arch, variant.os, macos
+    )
 
 
 def rank_variants(names: Iterable[str], system: SystemInfo) -> tuple[list[str], dict[str, str]]:
     """The names that fit ``system``, best first, and a reason for every name that does not."""
-    ranked: list[tuple[tuple[int, int, int, str], str]] = []
+    ranked: list[tuple[tuple[int, int, int, int, int, str], str]] = []
     rejected: dict[str, str] = {}
     for name in dict.fromkeys(names):
         variant = parse_variant(name)
@@ -213,22 +265,24 @@ def _rejection(variant: Variant, system: SystemInfo) -> str | None:
     """Why ``variant`` cannot run on ``system``, most fundamental mismatch first; None if it can."""
     if variant.framework != "torch":
         return f"built for {variant.framework}, not torch"
-    if system.torch_version is None:
-        return "torch is not installed"
     if variant.noarch:
+        # Noarch builds are plain Python: they fit their backend (or any, for universal),
+        # whether or not torch is installed yet.
         if variant.backend in ("universal", system.backend):
             return None
         return f"{_backend_label(variant.backend)} build; this system uses {_backend_label(system.backend)}"
+    if system.torch_version is None:
+        return "torch is not installed"
     if (variant.arch, variant.os) != (system.arch, system.os):
         return f"{variant.arch}-{variant.os} build; this system is {system.arch}-{system.os}"
     if variant.backend != system.backend:
         return f"{_backend_label(variant.backend)} build; this system uses {_backend_label(system.backend)}"
-    if variant.backend_version != system.backend_version:
-        if system.backend_version is None:
-            label = _backend_label(variant.backend, variant.backend_version)
-            return f"{label} build; this system's {_backend_label(system.backend)} version is unknown"
-        built = _backend_label(variant.backend, variant.backend_version)
-        return f"{built} build; this system has {_backend_label(system.backend, system.backend_version)}"
+    reason = _backend_version_rejection(variant, system)
+    if reason is not None:
+        return reason
+    if variant.backend == "metal" and (system.macos_version is None or system.macos_version < METAL_MIN_MACOS):
+        have = f"macOS {_dotted(system.macos_version)}" if system.macos_version else "an unknown macOS version"
+        return f"Metal builds need macOS {_dotted(METAL_MIN_MACOS)} or later; this system has {have}"
     if variant.stable_abi is not None:
         if variant.stable_abi > system.torch_version:
             return f"stable ABI {_dotted(variant.stable_abi)} is newer than torch {_dotted(system.torch_version)}"
@@ -236,18 +290,41 @@ def _rejection(variant: Variant, system: SystemInfo) -> str | None:
         assert variant.torch_version is not None
         built, have = _dotted(variant.torch_version), _dotted(system.torch_version)
         return f"torch {built} build; this system has torch {have}"
-    if variant.cxx11 is not None and system.cxx11 is not None and variant.cxx11 != system.cxx11:
-        return f"{_abi_label(variant.cxx11)} ABI; this torch uses the {_abi_label(system.cxx11)} ABI"
+    if variant.cxx11 is not None:
+        if variant.os != "linux":
+            return f"{_abi_label(variant.cxx11)} ABI tag on a {variant.os} build; torch has no C++ ABI choice there"
+        if system.cxx11 is not None and variant.cxx11 != system.cxx11:
+            return f"{_abi_label(variant.cxx11)} ABI; this torch uses the {_abi_label(system.cxx11)} ABI"
     return None
 
 
-def _preference(variant: Variant) -> tuple[int, int, int, str]:
-    """Sort key of an acceptable variant: tier, then the newest stable ABI, then the name."""
+def _backend_version_rejection(variant: Variant, system: SystemInfo) -> str | None:
+    """Why the backend version of an arch build of the system's backend does not fit; None if it does.
+
+    CUDA has minor version compatibility: a build for CUDA x.z runs with CUDA x.y when z <= y.
+    ROCm, XPU and CANN builds need the same major.minor.
+    """
+    built, have = variant.backend_version, system.backend_version
+    if built is None or built == have:
+        return None
+    label = _backend_label(variant.backend, built)
+    if have is None:
+        return f"{label} build; this system's {_backend_label(system.backend)} version is unknown"
+    if variant.backend == "cuda" and built[0] == have[0] and built[1:] <= have[1:]:
+        return None
+    if variant.backend == "cuda" and built[0] == have[0]:
+        return f"{label} build is newer than this system's {_backend_label(system.backend, have)}"
+    return f"{label} build; this system has {_backend_label(system.backend, have)}"
+
+
+def _preference(variant: Variant) -> tuple[int, int, int, int, int, str]:
+    """Sort key of an acceptable variant: tier, then newest ABI / untagged first, newest backend minor, name."""
     if variant.noarch:
-        return (4 if variant.backend == "universal" else 3, 0, 0, variant.name)
+        return (4 if variant.backend == "universal" else 3, 0, 0, 0, 0, variant.name)
+    backend_minor = variant.backend_version[-1] if variant.backend_version else 0
     if variant.stable_abi is not None:
-        return (2, -variant.stable_abi[0], -variant.stable_abi[1], variant.name)
-    return (1, 0, 0, variant.name)
+        return (1, -variant.stable_abi[0], -variant.stable_abi[1], 0, -backend_minor, variant.name)
+    return (2, 0, 0, 0 if variant.cxx11 is None else 1, -backend_minor, variant.name)
 
 
 def _leading_major(digits: str) -> tuple[int, int] | None:
@@ -316,22 +393,74 @@ def _os_name(platform_name: str) -> str:
     return platform_name
 
 
-def _torch_backend(torch: object, os_name: str) -> tuple[str, tuple[int, ...] | None]:
-    """The compute backend this torch build uses, and its version where it has one."""
+def _torch_backend(torch: object) -> tuple[str, tuple[int, ...] | None]:
+    """The compute backend this torch build uses, and its version where it has one.
+
+    Checked in the order the ``kernels`` library checks: TPU and Neuron first (their
+    extensions load into other torch builds), then CUDA, ROCm, Metal, XPU and Ascend.
+    """
+    backends = getattr(torch, "backends", None)
+    if hasattr(backends, "tpu"):
+        return "tpu", None
+    if hasattr(torch, "neuron"):
+        return "neuron", None
     version_module = getattr(torch, "version", None)
     cuda, hip = getattr(version_module, "cuda", None), getattr(version_module, "hip", None)
     if cuda:
         return "cuda", _dotted_pair(cuda)
     if hip:
         return "rocm", _dotted_pair(hip)
-    xpu = getattr(version_module, "xpu", None)
-    xpu_module = getattr(torch, "xpu", None)
-    if xpu or (xpu_module is not None and _called(getattr(xpu_module, "is_available", None))):
-        return "xpu", _xpu_version(xpu)
-    mps = getattr(getattr(torch, "backends", None), "mps", None)
-    if os_name == "darwin" and mps is not None and _called(getattr(mps, "is_available", None)):
+    mps = getattr(backends, "mps", None)
+    if mps is not None and _called(getattr(mps, "is_available", None)):
         return "metal", None
+    xpu = getattr(version_module, "xpu", None)
+    if xpu:
+        return "xpu", _xpu_version(xpu)
+    if _privateuse1_backend(torch) == "npu":
+        return "cann", _cann_version()
     return "cpu", None
+
+
+def _privateuse1_backend(torch: object) -> str | None:
+    """The name an out-of-tree device extension (such as torch_npu) registered with torch."""
+    probe = getattr(getattr(torch, "_C", None), "_get_privateuse1_backend_name", None)
+    try:
+        name = probe() if callable(probe) else None
+    except Exception:  # noqa: BLE001 - no answer means no extension
+        return None
+    return name if isinstance(name, str) else None
+
+
+def _cann_version() -> tuple[int, int] | None:
+    """The CANN toolkit version torch_npu reports (``8.1.RC1`` -> (8, 1)); None when it cannot tell."""
+    try:
+        from torch_npu.utils.collect_env import get_cann_version  # type: ignore[import-not-found]
+
+        return _dotted_pair(str(get_cann_version()))
+    except Exception:  # noqa: BLE001 - an unreadable version is an unknown one
+        return None
+
+
+def _cuda_runtime_version() -> tuple[int, int] | None:
+    """The version of the CUDA runtime library (libcudart) if one can be loaded, else None."""
+    name = ctypes.util.find_library("cudart")
+    if name is None:
+        return None
+    try:
+        runtime = ctypes.CDLL(name)
+        value = ctypes.c_int(0)
+        if runtime.cudaRuntimeGetVersion(ctypes.byref(value)) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    # Encoded as major * 1000 + minor * 10.
+    return value.value // 1000, (value.value % 1000) // 10
+
+
+def _macos_version(text: str) -> tuple[int, int] | None:
+    """``platform.mac_ver()``'s release as major.minor: ``26.0.1`` -> (26, 0), ``26`` -> (26, 0)."""
+    match = re.match(r"([0-9]+)(?:\.([0-9]+))?", text or "")
+    return (int(match[1]), int(match[2] or 0)) if match else None
 
 
 def _called(probe: object) -> bool:

@@ -1,0 +1,217 @@
+"""The one road to the Hub: every HTTP request kernel-deps sends goes through a Transport.
+
+A :class:`Transport` refuses to send anything while ``HF_HUB_OFFLINE`` is set, gives every
+attempt connect and read timeouts that never reach past the client's time budget, retries
+transient faults (5xx, 429, resets, timeouts, cut bodies) with jittered exponential
+backoff within the retry count and that budget, and turns every HTTP error, and every OS
+error of the file a download writes, into a :mod:`kernel_deps.errors` type whose message
+is one line a user can act on.
+
+Requests are plain GETs over huggingface_hub's shared HTTP session, with its headers
+(token, user agent) and its error classification (``hf_raise_for_status``). No ``HfApi``
+method is used: those carry retries of their own and no timeout this module controls.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable, TypeVar
+
+import httpx2
+from huggingface_hub import constants
+from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError
+from huggingface_hub.errors import RevisionNotFoundError as HfRevisionNotFoundError
+from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+from kernel_deps.errors import (
+    FileWriteError,
+    HubAuthError,
+    HubError,
+    HubUnavailableError,
+    OfflineError,
+    RepoNotFoundError,
+    RevisionNotFoundError,
+)
+from kernel_deps.settings import BUDGET_ENV, env_seconds, is_offline
+
+T = TypeVar("T")
+
+# Total time one client (one command) may spend on the Hub; KERNELS_HUB_BUDGET overrides.
+DEFAULT_BUDGET = 600.0
+MAX_BACKOFF = 8.0
+# Connecting takes milliseconds when the Hub is up; waiting longer only delays the retry.
+CONNECT_TIMEOUT = 10.0
+# Past the budget an attempt still gets this long to connect and to receive each chunk.
+MIN_ATTEMPT_TIMEOUT = 1.0
+# A refused connection means no server at all: retry it only this often.
+REFUSED_RETRIES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a request is about, for error messages: a repo, a revision, a file."""
+
+    repo_id: str
+    revision: str | None = None
+    what: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.repo_id} {self.what}" if self.what else self.repo_id
+
+
+class Transport:
+    """Endpoint, token, timeouts and retry policy shared by every request of one client."""
+
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        token: str | None = None,
+        *,
+        retries: int = 6,
+        backoff: float = 0.5,
+        timeout: float = 30.0,
+        budget: float | None = None,
+    ) -> None:
+        self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+        self.token = token if token is not None else (os.environ.get("HF_TOKEN") or None)
+        self.retries = retries
+        self.backoff = backoff
+        self.timeout = timeout
+        self.budget = budget if budget is not None else env_seconds(BUDGET_ENV, DEFAULT_BUDGET)
+        self.deadline = time.monotonic() + self.budget
+
+    # -- requests ---------------------------------------------------------------------
+
+    def get(self, url: str, target: Target, *, params: dict | None = None) -> httpx2.Response:
+        """GET ``url`` and read the whole answer; a 2xx response or a mapped error."""
+
+        def attempt() -> httpx2.Response:
+            resp = get_session().get(
+                url, params=params, headers=self.headers(), timeout=self.attempt_timeout(), follow_redirects=True
+            )
+            hf_raise_for_status(resp)
+            return resp
+
+        return self.call(target, attempt)
+
+    def stream(
+        self,
+        url: str,
+        target: Target,
+        consume: Callable[[httpx2.Response], T],
+        *,
+        headers: Callable[[], dict[str, str]] | None = None,
+    ) -> T:
+        """GET ``url`` and hand the streaming 2xx response to ``consume``; an attempt cut
+        short is retried from the start: ``headers`` is asked again (e.g. for a Range)."""
+
+        def attempt() -> T:
+            extra = headers() if headers else {}
+            with get_session().stream(
+                "GET", url, headers=self.headers(extra), timeout=self.attempt_timeout(), follow_redirects=True
+            ) as resp:
+                if resp.status_code >= 400:
+                    resp.read()
+                    hf_raise_for_status(resp)
+                return consume(resp)
+
+        return self.call(target, attempt)
+
+    def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """huggingface_hub's headers for this client's token, plus ``extra``."""
+        return {**build_hf_headers(token=self.token), **(extra or {})}
+
+    def attempt_timeout(self) -> httpx2.Timeout:
+        """Timeouts for one attempt: the client's, cut to the time left in the budget."""
+        left = max(self.deadline - time.monotonic(), MIN_ATTEMPT_TIMEOUT)
+        read = min(self.timeout, left)
+        return httpx2.Timeout(read, connect=min(CONNECT_TIMEOUT, read))
+
+    # -- the retry loop ---------------------------------------------------------------
+
+    def call(self, target: Target, attempt: Callable[[], T]) -> T:
+        """Run ``attempt`` (one request), retrying transient faults with jittered
+        exponential backoff within ``retries`` and the time budget; errors are mapped."""
+        if is_offline():
+            raise OfflineError(f"{target.repo_id}: HF_HUB_OFFLINE is set, but this needs the Hub; unset it to go online")
+        tries = 0
+        while True:
+            try:
+                return attempt()
+            except (HfHubHTTPError, httpx2.HTTPError, OSError) as exc:
+                if isinstance(exc, OSError) and not isinstance(exc, (HfHubHTTPError, httpx2.HTTPError)):
+                    # The HTTP client wraps socket errors; a bare OSError is local file I/O.
+                    where = f" {exc.filename}" if exc.filename else ""
+                    raise FileWriteError(
+                        f"{target.label}: cannot write the download{where} ({exc.strerror or exc}); "
+                        "check free space and permissions of the cache folder"
+                    ) from None
+                tries += 1
+                delay = min(MAX_BACKOFF, self.backoff * (2 ** (tries - 1))) * (0.5 + random.random())
+                out_of_time = time.monotonic() + delay > self.deadline
+                limit = min(self.retries, REFUSED_RETRIES) if isinstance(exc, httpx2.ConnectError) else self.retries
+                if not is_transient(exc) or tries > limit or out_of_time:
+                    mapped = self.map_error(exc, target, tries)
+                    if out_of_time and is_transient(exc):
+                        mapped = HubUnavailableError(
+                            f"{mapped.message} (gave up: the {self.budget:g} s budget is spent; "
+                            "raise KERNELS_HUB_BUDGET to wait longer)"
+                        )
+                    raise mapped from None
+                time.sleep(delay)
+
+    def map_error(self, exc: Exception, target: Target, attempts: int) -> HubError:
+        """The kernel-deps error for a failed request, naming the repo (and file)."""
+        status = status_of(exc)
+        where, revision = target.label, target.revision
+        if isinstance(exc, HfRevisionNotFoundError) and revision:
+            return RevisionNotFoundError(where, revision)
+        if isinstance(exc, RepositoryNotFoundError) or (status in (401, 404) and revision is None and not self.token):
+            return RepoNotFoundError(where, self.endpoint)
+        if status == 404 or isinstance(exc, EntryNotFoundError):
+            # Missing commits and missing files both come back as 404 from some servers.
+            return RevisionNotFoundError(where, revision) if revision else RepoNotFoundError(where, self.endpoint)
+        if status in (401, 403):
+            return HubAuthError(
+                f"{where}: the Hub at {self.endpoint} refused access (HTTP {status}); "
+                "check HF_TOKEN and that it can read this repo"
+            )
+        if status is not None and status >= 500:
+            return HubUnavailableError(
+                f"{where}: the Hub at {self.endpoint} kept failing (HTTP {status} after {attempts} attempts); "
+                "try again later"
+            )
+        if isinstance(exc, httpx2.TimeoutException):
+            return HubUnavailableError(
+                f"{where}: the Hub at {self.endpoint} timed out after {attempts} attempts; "
+                "check the network or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use the cache only"
+            )
+        if isinstance(exc, httpx2.TransportError):
+            return HubUnavailableError(
+                f"{where}: cannot reach the Hub at {self.endpoint} ({first_line(exc)}); "
+                "check the network or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use the cache only"
+            )
+        return HubError(f"{where}: the Hub at {self.endpoint} answered an error: {first_line(exc)}")
+
+
+def status_of(exc: Exception) -> int | None:
+    """The HTTP status of a failed request, if it got an answer."""
+    response = getattr(exc, "response", None)
+    return getattr(response, "status_code", None)
+
+
+def is_transient(exc: Exception) -> bool:
+    """Whether waiting may help: 5xx, 429, or no complete answer at all."""
+    status = status_of(exc)
+    if status is not None:
+        return status >= 500 or status == 429
+    return isinstance(exc, httpx2.TransportError)
+
+
+def first_line(exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

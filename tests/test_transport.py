@@ -1,0 +1,165 @@
+"""kernel_deps.transport: every Hub request, list_refs included, under one timeout, retry
+loop, time budget and error mapping; against the local Hub and servers that misbehave."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from kernel_deps.errors import FileWriteError, HubError, HubUnavailableError, OfflineError, RepoNotFoundError
+from kernel_deps.hub import HubClient
+from tests.fixtures.builder import CPU_VARIANT
+
+
+class SilentServer:
+    """Accepts TCP connections and never answers a byte; counts the connections."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.accepted = 0
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.accepted += 1
+            self._held.append(conn)
+
+    def __enter__(self) -> "SilentServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        for conn in self._held:
+            conn.close()
+        self.sock.close()
+
+
+@contextmanager
+def answering(status: int, body: bytes) -> Iterator[str]:
+    """A server answering every GET with ``status`` and ``body``; yields its URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_list_refs_gives_up_on_a_silent_hub_when_the_budget_is_spent() -> None:
+    with SilentServer() as server:
+        client = HubClient(endpoint=server.url, budget=2, backoff=0.01)
+        start = time.monotonic()
+        with pytest.raises(HubUnavailableError) as info:
+            client.list_refs("kernels-test/activation")
+        elapsed = time.monotonic() - start
+    message = str(info.value)
+    assert message.startswith("kernels-test/activation: the Hub at") and "timed out" in message
+    assert "the 2 s budget is spent" in message and "KERNELS_HUB_BUDGET" in message
+    assert "\n" not in message
+    assert elapsed < 6
+
+
+def test_list_refs_honours_the_read_timeout_on_every_attempt() -> None:
+    with SilentServer() as server:
+        client = HubClient(endpoint=server.url, timeout=0.5, retries=2, backoff=0.01, budget=60)
+        start = time.monotonic()
+        with pytest.raises(HubUnavailableError, match=r"timed out after 3 attempts; check the network or HF_ENDPOINT"):
+            client.list_refs("kernels-test/activation")
+        elapsed = time.monotonic() - start
+        accepted = server.accepted
+    assert accepted == 3  # one connection per attempt, each abandoned after 0.5 s
+    assert 1.4 < elapsed < 5
+
+
+def test_list_refs_is_one_plain_request_per_repo_type(hub_env, proxy) -> None:
+    client = HubClient(endpoint=proxy.url)
+    assert client.list_refs("kernels-test/legacy-gelu").repo_type == "model"
+    assert proxy.counts[("GET", "/api/kernels/kernels-test/legacy-gelu/refs")] == 1
+    assert proxy.counts[("GET", "/api/models/kernels-test/legacy-gelu/refs")] == 1
+    assert proxy.total_requests() == 2
+
+
+def test_a_missing_repo_is_not_retried(hub_env, proxy) -> None:
+    with pytest.raises(RepoNotFoundError, match="kernel repo 'kernels-test/nope' not found on http://127.0.0.1:"):
+        HubClient(endpoint=proxy.url, backoff=0.01).list_refs("kernels-test/nope")
+    assert proxy.total_requests() == 2  # the kernel repo, then the model repo, once each
+
+
+def test_rate_limiting_is_retried(hub_env, proxy) -> None:
+    proxy.error_schedule = [429, 429]
+    listing = HubClient(endpoint=proxy.url, backoff=0.01).list_refs("kernels-test/rotary")
+    assert listing.repo_type == "kernel"
+    assert proxy.counts[("GET", "/api/kernels/kernels-test/rotary/refs")] == 3
+
+
+@pytest.mark.parametrize(
+    "body", [b"not json", b'{"branches": [{"name": "main"}], "tags": []}', b"[]"], ids=["not-json", "no-commit", "list"]
+)
+def test_a_malformed_refs_answer_is_one_clear_line(body) -> None:
+    with answering(200, body) as url:
+        with pytest.raises(HubError, match=r"^kernels-test/odd: the Hub's list of branches and tags is malformed") as info:
+            HubClient(endpoint=url).list_refs("kernels-test/odd")
+    assert "\n" not in str(info.value)
+
+
+def test_offline_mode_sends_no_request_for_any_call(hub_env, proxy, monkeypatch, tmp_path) -> None:
+    commit = hub_env.repos["kernels-test/rotary"].commits["1.0.0"]
+    client = HubClient(endpoint=proxy.url)
+    client.list_refs("kernels-test/rotary")
+    proxy.reset_counts()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    calls = [
+        lambda: client.list_refs("kernels-test/rotary"),
+        lambda: client.list_variants("kernels-test/rotary", commit),
+        lambda: client.list_variant_files("kernels-test/rotary", commit, CPU_VARIANT),
+        lambda: client.read_small_file("kernels-test/rotary", commit, f"build/{CPU_VARIANT}/metadata.json"),
+        lambda: client.commit_history("kernels-test/rotary", commit),
+        lambda: client.download_to("kernels-test/rotary", commit, f"build/{CPU_VARIANT}/_ops.py", tmp_path / "f"),
+    ]
+    for call in calls:
+        with pytest.raises(OfflineError, match="kernels-test/rotary: HF_HUB_OFFLINE is set"):
+            call()
+    assert proxy.total_requests() == 0
+
+
+def test_a_download_that_cannot_be_written_is_a_file_error(hub_env, tmp_path) -> None:
+    commit = hub_env.repos["kernels-test/rotary"].commits["1.0.0"]
+    path = f"build/{CPU_VARIANT}/_ops.py"
+    dest = tmp_path / "no-such-folder" / "blob"
+    with pytest.raises(FileWriteError) as info:
+        HubClient().download_to("kernels-test/rotary", commit, path, dest)
+    message = str(info.value)
+    assert message.startswith(f"kernels-test/rotary {path}: cannot write the download {dest}")
+    assert "check free space and permissions" in message and "\n" not in message
