@@ -23,7 +23,8 @@ from kernel_deps.lockfile import LockedKernel, Lockfile, read_lockfile
 from kernel_deps.locking import lock_path
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, is_offline
 from kernel_deps.spec import KernelRequirement, read_requirements
-from kernel_deps.variants import NoMatchingVariantError, SystemInfo, detect_system, select_variant
+from kernel_deps.system import SystemInfo, detect_system
+from kernel_deps.variants import NoMatchingVariantError, select_variant
 from kernel_deps.versions import GitRef, parse_version_ref
 
 _RELOCK = "run 'kernels lock' to update kernels.lock"
