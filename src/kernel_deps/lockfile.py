@@ -9,17 +9,15 @@ into one :class:`LockfileError` line naming the file, the entry and the key.
 from __future__ import annotations
 
 import json
-import os
 import re
 import reprlib
-import secrets
-import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernel_deps.errors import FileWriteError, InvalidRepoIdError, LockfileError
+from kernel_deps import atomicfile
+from kernel_deps.errors import InvalidRepoIdError, LockfileError
 from kernel_deps.hashing import HASH_TYPE
 from kernel_deps.spec import validate_repo_id
 
@@ -249,47 +247,7 @@ def read_lockfile(path: Path) -> Lockfile:
 
 def write_lockfile(path: Path, lock: Lockfile) -> bool:
     """Atomically write ``lock`` to ``path``; False (and nothing written) when unchanged."""
-    text = lock.to_json()
-    try:
-        if Path(path).read_bytes() == text.encode("utf-8"):
-            return False
-    except OSError:
-        pass  # absent or unreadable: the write below says what is wrong, if anything
-    try:
-        atomic_write_text(Path(path), text)
-    except OSError as exc:
-        reason = exc.strerror or exc
-        raise FileWriteError(f"{path}: cannot write ({reason}); check the folder's permissions and free space") from None
-    return True
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` with UTF-8 ``text`` through a synced temp file in its folder (OSError)."""
-    try:
-        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
-    except OSError:
-        mode = None
-    temp = Path(path).with_name(f".{Path(path).name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for any new file
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(text.encode("utf-8"))
-            file.flush()
-            os.fsync(file.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    try:  # make the rename itself durable, where the platform allows it
-        dir_fd = os.open(Path(path).parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
+    return atomicfile.write_text_if_changed(Path(path), lock.to_json())
 
 
 def diff_locks(old: Lockfile | None, new: Lockfile) -> list[str]:

@@ -6,20 +6,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from kernel_deps.errors import FileWriteError, LockfileError
+from kernel_deps import atomicfile
+from kernel_deps.errors import LockfileError
 from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
 from kernel_deps.lockfile import (
     LockedKernel,
     Lockfile,
     VariantLock,
-    atomic_write_text,
     diff_locks,
     read_lock_text,
     read_prior_pins,
     write_lockfile,
 )
-from kernel_deps.settings import LOCK_NAME
+from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.resolver import Resolution, reject_unknown_upgrades, resolve, version_name
 from kernel_deps.spec import KernelRequirement, read_pyproject_text, read_requirements
 
@@ -116,21 +116,15 @@ def edit_and_relock(project_dir: Path, edit: Callable[[str], str], *, hub: HubCl
     kernels.lock is only replaced by the final atomic write of a successful lock, so a
     failed relock leaves both files as they were.
     """
-    pyproject = Path(project_dir) / "pyproject.toml"
+    pyproject = Path(project_dir) / PYPROJECT_NAME
     original = read_pyproject_text(project_dir)
     updated = edit(original)
     if updated == original:
         return lock_project(project_dir, hub=hub)
-    _write_pyproject(pyproject, updated)
+    atomicfile.write_text(pyproject, updated)
     try:
         return lock_project(project_dir, hub=hub)
     except BaseException:
-        _write_pyproject(pyproject, original)
+        atomicfile.write_text(pyproject, original)
         raise
 
-
-def _write_pyproject(path: Path, text: str) -> None:
-    try:
-        atomic_write_text(path, text)
-    except OSError as exc:
-        raise FileWriteError(f"{path}: cannot write ({exc.strerror or exc}); check permissions and free space") from None
