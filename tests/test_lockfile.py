@@ -1,4 +1,4 @@
-"""kernel_deps.lockfile: the lock model, strict parse, atomic write, diff, prior pins.
+"""kernel_deps.lockfile: the lock model, strict parse, reading and writing; the lock diff.
 
 The compatibility tests at the end run the Hugging Face ``kernels`` 0.16 library in a
 subprocess (it is installed apart from .venv, because its ``kernels`` console script
@@ -27,15 +27,9 @@ from hypothesis import strategies as st
 
 from kernel_deps.errors import FileWriteError, LockfileError, UsageError
 from kernel_deps.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
-from kernel_deps.lockfile import (
-    LockedKernel,
-    Lockfile,
-    VariantLock,
-    diff_locks,
-    read_lockfile,
-    read_prior_pins,
-    write_lockfile,
-)
+from kernel_deps.compat import read_prior_pins
+from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lockfile, write_lockfile
+from kernel_deps.locking import diff_locks
 from tests.fixtures.builder import (
     CPU_VARIANT,
     CUDA_VARIANT,
@@ -157,10 +151,18 @@ def test_variant_lock_rejects_invalid_fields(changes: dict[str, str]) -> None:
 
 
 def test_lockfile_rejects_duplicates_and_unlocked_dependencies() -> None:
-    with pytest.raises(ValueError, match="duplicate"):
+    # The same rules, and messages, as for a file: positions are those of ``kernels``.
+    with pytest.raises(ValueError, match=r"^duplicate repo_id 'kernels-test/activation' in '\[0\].repo_id' and '\[1\]"):
         Lockfile(kernels=(kernel(), kernel(sha=SHA_B)))
-    with pytest.raises(ValueError, match="kernels-test/rotary"):
+    with pytest.raises(ValueError, match=r"^dependency 'kernels-test/rotary' in '\[0\].dependencies\[0\]'"):
         Lockfile(kernels=(kernel(dependencies=("kernels-test/rotary",)),))
+
+
+def test_a_dependency_without_an_entry_is_named_where_the_file_lists_it() -> None:
+    # The record sorts its dependencies; the message points into the file as written.
+    text = json.dumps(entries_with(0, dependencies=[ROTARY, "kernels-test/absent"]))
+    with pytest.raises(LockfileError, match=r"'kernels-test/absent' in '\[0\].dependencies\[1\]'"):
+        Lockfile.from_json(text)
 
 
 # --- strict parse ------------------------------------------------------------------------
@@ -272,11 +274,6 @@ def test_entries_need_not_be_sorted_on_read() -> None:
     lock = Lockfile.from_json(json.dumps(entries[::-1]))
     assert lock == Lockfile.from_json(json.dumps(entries))
     assert lock.repo_ids == ("kernels-test/activation", ROTARY)
-
-
-def test_a_kernels_017_lock_is_not_our_format() -> None:
-    with pytest.raises(LockfileError, match=r"unknown key 'dependency' in '\[0\].dependency'"):
-        Lockfile.from_json(KERNELS_017_LOCK)
 
 
 json_values = st.recursive(
@@ -487,103 +484,6 @@ def test_diff_of_requirement_becoming_transitive() -> None:
     old = Lockfile(kernels=(kernel(),))
     new = Lockfile(kernels=(kernel(requirement=None),))
     assert diff_locks(old, new) == ["~ kernels-test/activation: requirement '>=1.1' -> (none, transitive)"]
-
-
-# --- prior pins, including the kernels 0.17 format -----------------------------------------
-
-# Written by kernels 0.17.2 itself: KernelLocks({KernelDependency(...): KernelLock(...)}).to_json()
-KERNELS_017_LOCK = """[
-  {
-    "dependency": {
-      "repo-id": "kernels-community/activation",
-      "version": 1
-    },
-    "lock": {
-      "commit": "0123456789abcdef0123456789abcdef01234567"
-    }
-  },
-  {
-    "dependency": {
-      "repo-id": "kernels-community/rotary",
-      "revision": "main"
-    },
-    "lock": {
-      "commit": "89abcdef0123456789abcdef0123456789abcdef"
-    }
-  }
-]"""
-
-
-def test_prior_pins_from_a_kernels_017_lock() -> None:
-    assert read_prior_pins(KERNELS_017_LOCK, source="kernels.lock") == {
-        "kernels-community/activation": "0123456789abcdef0123456789abcdef01234567",
-        "kernels-community/rotary": "89abcdef0123456789abcdef0123456789abcdef",
-    }
-
-
-def pin017(repo_id: str = "a/b", commit: str = SHA_A, **dependency: Any) -> dict[str, Any]:
-    return {"dependency": {"repo-id": repo_id, **(dependency or {"version": 1})}, "lock": {"commit": commit}}
-
-
-def test_kernels_017_commits_are_lower_cased_and_conflicting_pins_dropped() -> None:
-    pins = [pin017(commit=SHA_A.upper()), pin017(revision="v1")]
-    pins += [pin017("c/d", version=1), pin017("c/d", SHA_B, version=2)]
-    text = json.dumps(pins)
-    # c/d is pinned at two commits (two majors asked for): no single pin to prefer.
-    assert read_prior_pins(text, source="kernels.lock") == {"a/b": SHA_A}
-
-
-def test_prior_pins_from_our_lock_and_a_kernels_016_lock() -> None:
-    assert read_prior_pins(example_text(), source="kernels.lock") == {
-        k.repo_id: k.sha for k in Lockfile.from_json(example_text()).kernels
-    }
-    legacy = [{k: v for k, v in e.items() if k in ("repo_id", "sha", "variants")} for e in entries_with()]
-    expected = {"kernels-test/activation": SHA_A, ROTARY: SHA_B}
-    assert read_prior_pins(json.dumps(legacy), source="kernels.lock") == expected
-    assert read_prior_pins("[]", source="kernels.lock") == {}
-    # kernels 0.16 writes no variants for a repo without build/torch* folders.
-    legacy[1]["variants"] = {}
-    assert read_prior_pins(json.dumps(legacy), source="kernels.lock") == expected
-    with pytest.raises(LockfileError, match="missing key 'dependencies'"):
-        Lockfile.from_json(json.dumps(legacy))
-
-
-MALFORMED_017 = [
-    (
-        [{"dependency": {"repo_id": "a/b", "version": 1}, "lock": {"commit": SHA_A}}],
-        "'[0].dependency.repo_id'",
-        "unknown key 'repo_id'",
-    ),
-    ([pin017(version=1, revision="main")], "'[0].dependency'", "exactly one of 'version' and 'revision'"),
-    ([{"dependency": {"repo-id": "a/b"}, "lock": {"commit": SHA_A}}], "'[0].dependency'", "exactly one"),
-    ([pin017(version="1")], "'[0].dependency.version'", "invalid version '1'"),
-    ([pin017(version=True)], "'[0].dependency.version'", "invalid version True"),
-    ([pin017(version=-1)], "'[0].dependency.version'", "invalid version -1"),
-    ([pin017(revision="")], "'[0].dependency.revision'", "invalid revision ''"),
-    ([pin017(commit="abc")], "'[0].lock.commit'", "invalid commit 'abc'"),
-    ([pin017(commit="a" * 64)], "'[0].lock.commit'", "invalid commit"),
-    ([pin017("ab")], "'[0].dependency.repo-id'", "invalid repo id 'ab'"),
-    ([{**pin017(), "hash": "x"}], "'[0].hash'", "unknown key 'hash'"),
-    ([{**pin017(), "lock": {"commit": SHA_A, "hash": "x"}}], "'[0].lock.hash'", "unknown key 'hash'"),
-    ([{"dependency": pin017()["dependency"]}], "'[0]'", "missing key 'lock'"),
-    ([pin017(), entries_with()[0]], "'[1].repo_id'", "unknown key 'repo_id'"),
-    ([pin017(), {"lock": {"commit": SHA_A}}], "'[1]'", "missing key 'dependency'"),
-    ([{"dependency": [], "lock": {}}], "'[0].dependency'", "invalid value []"),
-]
-
-
-@pytest.mark.parametrize(("data", "where", "quoted"), MALFORMED_017)
-def test_malformed_kernels_017_lock(data: Any, where: str, quoted: str) -> None:
-    with pytest.raises(LockfileError) as info:
-        read_prior_pins(json.dumps(data), source="kernels.lock")
-    message = str(info.value)
-    assert message.startswith("kernels.lock: ") and "(kernels 0.17 lock)" in message
-    assert where in message and quoted in message and "\n" not in message
-
-
-def test_malformed_prior_lock_in_our_format_is_rejected() -> None:
-    with pytest.raises(LockfileError, match=r"'\[1\].sha'"):
-        read_prior_pins(json.dumps(entries_with(sha="abc")), source="kernels.lock")
 
 
 # --- compatibility with the Hugging Face kernels library 0.16 ------------------------------

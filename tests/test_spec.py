@@ -655,3 +655,17 @@ def test_add_then_read_then_remove(tmp_path: Path, base: str, repo_id: str, valu
     assert _comments(removed) == _comments(base)
     if "[tool" in base:
         assert removed == base
+
+
+def test_read_kernels_table_gives_the_table_and_its_requirements_from_one_read(tmp_path) -> None:
+    from kernel_deps.spec import read_kernels_table
+
+    assert read_kernels_table(tmp_path, missing_ok=True) == (None, None)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert read_kernels_table(tmp_path) == (None, None)
+    (tmp_path / "pyproject.toml").write_text("[tool.kernels]\nallow-stale-lock = true\n")
+    assert read_kernels_table(tmp_path) == ({"allow-stale-lock": True}, None)
+    (tmp_path / "pyproject.toml").write_text('[tool.kernels]\nallow-stale-lock = true\n[tool.kernels.dependencies]\n"a/b" = 1\n')
+    table, requirements = read_kernels_table(tmp_path)
+    assert table == {"allow-stale-lock": True, "dependencies": {"a/b": 1}}
+    assert requirements == read_requirements(tmp_path) == [KernelRequirement("a/b", major=1)]

@@ -14,12 +14,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from kernel_deps.errors import KernelDepsError, UsageError
+from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.variants import (
     InvalidVariantError,
     NoMatchingVariantError,
-    SystemInfo,
     Variant,
-    detect_system,
     is_valid_variant_name,
     parse_variant,
     rank_variants,

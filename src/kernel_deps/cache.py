@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Literal
 
+from kernel_deps import atomicfile
 from kernel_deps.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
 from kernel_deps.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS
 
@@ -216,9 +217,7 @@ def place_variant(repo: Path, commit: str, variant: str, files: dict[str, str]) 
         os.symlink(f"{up}blobs/{content_hash}", link)
     manifest = manifest_path(repo, commit, variant)
     manifest.parent.mkdir(parents=True, exist_ok=True)
-    manifest_tmp = manifest.with_suffix(f".{secrets.token_hex(6)}.tmp")
-    manifest_tmp.write_text(json.dumps({"files": dict(sorted(files.items()))}, indent=1) + "\n", encoding="utf-8")
-    os.replace(manifest_tmp, manifest)
+    atomicfile.write_text(manifest, json.dumps({"files": dict(sorted(files.items()))}, indent=1) + "\n")
 
     final.parent.mkdir(parents=True, exist_ok=True)
     if final.exists() or final.is_symlink():

@@ -37,14 +37,8 @@ from kernel_deps.hashing import is_hashed_path, variant_hash
 from kernel_deps.hub import HubClient, TreeFile
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, LOCK_NAME, is_offline
-from kernel_deps.variants import (
-    SystemInfo,
-    detect_system,
-    is_valid_variant_name,
-    parse_variant,
-    select_variant,
-    system_for_variant,
-)
+from kernel_deps.system import SystemInfo, detect_system
+from kernel_deps.variants import is_valid_variant_name, parse_variant, select_variant, system_for_variant
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,8 @@ from kernel_deps.errors import (
 )
 from kernel_deps.lockfile import LockedKernel, Lockfile, read_lockfile
 from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
-from kernel_deps.variants import detect_system, select_variant
+from kernel_deps.system import detect_system
+from kernel_deps.variants import select_variant
 
 _OWN_PACKAGE = __name__.split(".")[0]
 

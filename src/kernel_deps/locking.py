@@ -1,4 +1,4 @@
-"""`kernels lock` as a library function: pyproject + prior lock + Hub -> kernels.lock."""
+"""`kernels lock` as a library function: pyproject + prior lock + Hub -> kernels.lock, and what changed."""
 
 from __future__ import annotations
 
@@ -6,20 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
-from kernel_deps.errors import FileWriteError, LockfileError
+from kernel_deps import atomicfile
+from kernel_deps.errors import LockfileError
 from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
-from kernel_deps.lockfile import (
-    LockedKernel,
-    Lockfile,
-    VariantLock,
-    atomic_write_text,
-    diff_locks,
-    read_lock_text,
-    read_prior_pins,
-    write_lockfile,
-)
-from kernel_deps.settings import LOCK_NAME
+from kernel_deps.compat import read_prior_pins
+from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lock_text, write_lockfile
+from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
 from kernel_deps.spec import KernelRequirement, read_pyproject_text, read_requirements
 from kernel_deps.sync import check_sync
@@ -132,27 +125,56 @@ def build_lockfile(
     return Lockfile(kernels=tuple(entries))
 
 
+def diff_locks(old: Lockfile | None, new: Lockfile) -> list[str]:
+    """Human-readable lines for what changed from ``old`` to ``new``; empty when equal."""
+    before = {k.repo_id: k for k in old.kernels} if old is not None else {}
+    after = {k.repo_id: k for k in new.kernels}
+    lines: list[str] = []
+    for repo_id in sorted(before.keys() | after.keys()):
+        a, b = before.get(repo_id), after.get(repo_id)
+        if a is None or b is None:
+            lines.append(f"+ {repo_id} {_describe(b)}" if a is None else f"- {repo_id} {_describe(a)}")
+            continue
+        if (a.sha, a.version) != (b.sha, b.version):
+            lines.append(f"~ {repo_id} {_describe(a)} -> {_describe(b)}")
+        for name in sorted(a.variants.keys() | b.variants.keys()):
+            if name not in a.variants or name not in b.variants:
+                lines.append(f"~ {repo_id}: variant {name} {'added' if name in b.variants else 'removed'}")
+            elif a.sha == b.sha and a.variants[name] != b.variants[name]:
+                # A new commit is expected to change hashes; the same commit is not.
+                lines.append(f"~ {repo_id}: variant {name} hash changed")
+        if a.requirement != b.requirement:
+            lines.append(f"~ {repo_id}: requirement {_spec(a.requirement)} -> {_spec(b.requirement)}")
+        lines += [f"~ {repo_id}: now depends on {d}" for d in b.dependencies if d not in a.dependencies]
+        lines += [f"~ {repo_id}: no longer depends on {d}" for d in a.dependencies if d not in b.dependencies]
+    return lines
+
+
+def _describe(kernel: LockedKernel | None) -> str:
+    if kernel is None:
+        return ""
+    return f"{kernel.version} ({kernel.sha[:12]})" if kernel.version else f"({kernel.sha[:12]})"
+
+
+def _spec(requirement: str | None) -> str:
+    return repr(requirement) if requirement is not None else "(none, transitive)"
+
+
 def edit_and_relock(project_dir: Path, edit: Callable[[str], str], *, hub: HubClient | None = None) -> LockOutcome:
     """Apply ``edit`` to pyproject.toml and relock; on any failure restore pyproject.toml.
 
     kernels.lock is only replaced by the final atomic write of a successful lock, so a
     failed relock leaves both files as they were.
     """
-    pyproject = Path(project_dir) / "pyproject.toml"
+    pyproject = Path(project_dir) / PYPROJECT_NAME
     original = read_pyproject_text(project_dir)
     updated = edit(original)
     if updated == original:
         return lock_project(project_dir, hub=hub)
-    _write_pyproject(pyproject, updated)
+    atomicfile.write_text(pyproject, updated)
     try:
         return lock_project(project_dir, hub=hub)
     except BaseException:
-        _write_pyproject(pyproject, original)
+        atomicfile.write_text(pyproject, original)
         raise
 
-
-def _write_pyproject(path: Path, text: str) -> None:
-    try:
-        atomic_write_text(path, text)
-    except OSError as exc:
-        raise FileWriteError(f"{path}: cannot write ({exc.strerror or exc}); check permissions and free space") from None

@@ -23,6 +23,7 @@ from tomlkit.items import InlineTable
 from tomlkit.toml_document import TOMLDocument
 
 from kernel_deps.errors import InvalidRepoIdError, PyprojectError, UsageError
+from kernel_deps.settings import PYPROJECT_NAME
 
 # The Hub's own rule for a namespaced repo id: org and name of letters, digits, '-', '_'
 # and '.', not starting or ending with '-' or '.', no '--' or '..'.
@@ -135,10 +136,49 @@ def parse_kernel_depends(entries: object, *, source: str) -> list[KernelRequirem
 
 def read_pyproject_text(project_dir: Path) -> str:
     """The text of ``<project_dir>/pyproject.toml``, exactly as stored."""
-    path = Path(project_dir) / "pyproject.toml"
+    text = _read_pyproject(Path(project_dir), missing_ok=False)
+    assert text is not None
+    return text
+
+
+def read_kernels_table(
+    project_dir: Path, *, missing_ok: bool = False
+) -> tuple[dict[str, Any] | None, list[KernelRequirement] | None]:
+    """``[tool.kernels]`` of the project as plain data, and its requirements, from one read and parse.
+
+    Either is None when its table is absent (both when there is no pyproject.toml and
+    ``missing_ok``); the requirements are those :func:`read_requirements` returns.
+    """
+    source = str(Path(project_dir) / PYPROJECT_NAME)
+    text = _read_pyproject(Path(project_dir), missing_ok=missing_ok)
+    if text is None:
+        return None, None
+    doc = _parse_toml(text, source)
+    kernels = _find_table(doc, text, source, create=False, path=_PATH[:2])
+    if kernels is None:
+        return None, None
+    table = _find_table(doc, text, source, create=False)
+    return kernels.unwrap(), None if table is None else _requirements(table.unwrap(), text, source)
+
+
+def read_requirements(project_dir: Path) -> list[KernelRequirement]:
+    """Every requirement in ``[tool.kernels.dependencies]`` of the project, sorted by repo id."""
+    _, requirements = read_kernels_table(project_dir)
+    if requirements is None:
+        raise PyprojectError(
+            f"{Path(project_dir) / PYPROJECT_NAME}: no {TABLE} table; declare the kernels the project uses there, "
+            "e.g. with 'kernels add kernels-community/activation'"
+        )
+    return requirements
+
+
+def _read_pyproject(project_dir: Path, *, missing_ok: bool) -> str | None:
+    path = project_dir / PYPROJECT_NAME
     try:
         return path.read_bytes().decode("utf-8")
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        if missing_ok:
+            return None
         raise PyprojectError(f"no pyproject.toml in {project_dir}") from None
     except OSError as exc:
         raise PyprojectError(f"{path}: cannot read: {exc.strerror}") from None
@@ -146,19 +186,11 @@ def read_pyproject_text(project_dir: Path) -> str:
         raise PyprojectError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
 
 
-def read_requirements(project_dir: Path) -> list[KernelRequirement]:
-    """Every requirement in ``[tool.kernels.dependencies]`` of the project, sorted by repo id."""
-    source = str(Path(project_dir) / "pyproject.toml")
-    text = read_pyproject_text(project_dir)
-    table = _find_table(_parse_toml(text, source), text, source, create=False)
-    if table is None:
-        raise PyprojectError(
-            f"{source}: no {TABLE} table; declare the kernels the project uses there, "
-            "e.g. with 'kernels add kernels-community/activation'"
-        )
+def _requirements(table: dict[str, Any], text: str, source: str) -> list[KernelRequirement]:
+    """The requirements of a ``[tool.kernels.dependencies]`` table of ``text``, sorted by repo id."""
     found: list[KernelRequirement] = []
     bad: list[tuple[_Invalid, str, object]] = []
-    for repo_id, value in table.unwrap().items():
+    for repo_id, value in table.items():
         try:
             found.append(_requirement(repo_id, value))
         except _Invalid as exc:
@@ -274,20 +306,20 @@ def _parse_toml(text: str, source: str) -> TOMLDocument:
         raise _error(f"{source}: invalid TOML: {exc}") from None
 
 
-def _find_table(doc: TOMLDocument, text: str, source: str, *, create: bool) -> Any:
-    """The ``[tool.kernels.dependencies]`` container (made when ``create``), or None if absent."""
+def _find_table(doc: TOMLDocument, text: str, source: str, *, create: bool, path: tuple[str, ...] = _PATH) -> Any:
+    """The ``[tool.kernels.dependencies]`` container, or the one at ``path`` (made when ``create``), or None."""
     node: Any = doc
-    for depth, key in enumerate(_PATH):
+    for depth, key in enumerate(path):
         if key not in node:
             if not create:
                 return None
             inline = isinstance(node, InlineTable)
             node[key] = tomlkit.inline_table() if inline else tomlkit.table(is_super_table=depth < 2)
         if not isinstance(node[key], dict):
-            path, line = _PATH[: depth + 1], _line_of(text, _PATH[: depth + 1], None)
+            line = _line_of(text, path[: depth + 1], None)
             shown = _show(node[key].unwrap() if hasattr(node[key], "unwrap") else node[key])
             where = f"{source}:{line}" if line else source
-            raise _error(f"{where}: {'.'.join(path)} = {shown}: expected a table like {TABLE}")
+            raise _error(f"{where}: {'.'.join(path[: depth + 1])} = {shown}: expected a table like {TABLE}")
         node = node[key]
     return node
 

@@ -1,4 +1,4 @@
-"""Build variants: the folder-name grammar, this system's description, and which build fits.
+"""Build variants: the folder-name grammar, and which build fits a system.
 
 A kernel repo holds one ``build/<variant>/`` folder per build. The names follow the grammar
 the Hugging Face ``kernels`` library and kernel-builder use:
@@ -43,16 +43,12 @@ passed in (``detect_system`` or ``system_for_variant``), never looked up inside.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import platform
 import re
-import sys
-import warnings
 from dataclasses import dataclass
 from typing import Iterable
 
 from kernel_deps.errors import KernelDepsError, UsageError
+from kernel_deps.system import SystemInfo, abi_label, backend_label, dotted
 
 _MAX_NAME_LENGTH = 100
 _ARCH_BUILD = re.compile(
@@ -72,11 +68,6 @@ _BACKEND_TOKENS = {
     "cu": "cuda", "rocm": "rocm", "xpu": "xpu", "cann": "cann",
 }  # fmt: skip
 _VERSIONED_BACKENDS = frozenset({"cuda", "rocm", "xpu", "cann"})
-_BACKEND_LABELS = {
-    "cpu": "CPU", "cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU", "metal": "Metal", "cann": "CANN",
-    "neuron": "Neuron", "tpu": "TPU", "universal": "universal",
-}  # fmt: skip
-_ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
 _FRAMEWORKS = {"torch": "torch", "torch-stable-abi": "torch", "tvm-ffi": "tvm-ffi"}
 # Metal builds are compiled for Metal 4, which macOS 26 introduced.
 METAL_MIN_MACOS = (26, 0)
@@ -113,35 +104,6 @@ class Variant:
     arch: str | None
     os: str | None
     noarch: bool
-
-
-@dataclass(frozen=True, slots=True)
-class SystemInfo:
-    """What a build must match: torch, C++ ABI, compute backend, architecture and os.
-
-    ``cxx11`` is None without torch, off linux (torch has no ABI choice there), and for a
-    target named by an untagged build (either ABI may then be taken). ``macos_version`` is
-    the macOS major.minor on darwin, None elsewhere or when unknown.
-    """
-
-    torch_version: tuple[int, int] | None
-    cxx11: bool | None
-    backend: str
-    backend_version: tuple[int, ...] | None
-    arch: str
-    os: str
-    macos_version: tuple[int, int] | None = None
-
-    def describe(self) -> str:
-        """A short human description, e.g. ``torch 2.13, cxx11 ABI, CPU, x86_64-linux``."""
-        parts = [f"torch {_dotted(self.torch_version)}" if self.torch_version else "torch not installed"]
-        if self.os == "linux" and self.cxx11 is not None:
-            parts.append(f"{_abi_label(self.cxx11)} ABI")
-        parts.append(_backend_label(self.backend, self.backend_version))
-        parts.append(f"{self.arch}-{self.os}")
-        if self.macos_version is not None:
-            parts.append(f"macOS {_dotted(self.macos_version)}")
-        return ", ".join(parts)
 
 
 def parse_variant(name: str) -> Variant | None:
@@ -184,29 +146,6 @@ def parse_variant(name: str) -> Variant | None:
 def is_valid_variant_name(name: str) -> bool:
     """Whether ``name`` follows the variant grammar (and so is safe as a folder name)."""
     return parse_variant(name) is not None
-
-
-def detect_system() -> SystemInfo:
-    """Describe this machine: the installed torch (imported here, not at module import).
-
-    Without torch the backend is CUDA when a CUDA runtime library can be loaded (its
-    version is asked from it), else CPU; only noarch builds can fit then.
-    """
-    arch, os_name = _machine_arch(platform.machine()), _os_name(sys.platform)
-    macos = _macos_version(platform.mac_ver()[0]) if os_name == "darwin" else None
-    try:
-        with warnings.catch_warnings():
-            # torch warns at import when NumPy is absent; kernel-deps never needs NumPy.
-            warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-            import torch
-    except ImportError:
-        cuda = _cuda_runtime_version()
-        backend = "cpu" if cuda is None else "cuda"
-        return SystemInfo(None, None, backend, cuda, arch, os_name, macos)
-    torch_version = _dotted_pair(torch.__version__)
-    cxx11 = bool(torch.compiled_with_cxx11_abi()) if os_name == "linux" else None
-    backend, backend_version = _torch_backend(torch)
-    return SystemInfo(torch_version, cxx11, backend, backend_version, arch, os_name, macos)
 
 
 def system_for_variant(name: str) -> SystemInfo:
@@ -270,31 +209,31 @@ def _rejection(variant: Variant, system: SystemInfo) -> str | None:
         # whether or not torch is installed yet.
         if variant.backend in ("universal", system.backend):
             return None
-        return f"{_backend_label(variant.backend)} build; this system uses {_backend_label(system.backend)}"
+        return f"{backend_label(variant.backend)} build; this system uses {backend_label(system.backend)}"
     if system.torch_version is None:
         return "torch is not installed"
     if (variant.arch, variant.os) != (system.arch, system.os):
         return f"{variant.arch}-{variant.os} build; this system is {system.arch}-{system.os}"
     if variant.backend != system.backend:
-        return f"{_backend_label(variant.backend)} build; this system uses {_backend_label(system.backend)}"
+        return f"{backend_label(variant.backend)} build; this system uses {backend_label(system.backend)}"
     reason = _backend_version_rejection(variant, system)
     if reason is not None:
         return reason
     if variant.backend == "metal" and (system.macos_version is None or system.macos_version < METAL_MIN_MACOS):
-        have = f"macOS {_dotted(system.macos_version)}" if system.macos_version else "an unknown macOS version"
-        return f"Metal builds need macOS {_dotted(METAL_MIN_MACOS)} or later; this system has {have}"
+        have = f"macOS {dotted(system.macos_version)}" if system.macos_version else "an unknown macOS version"
+        return f"Metal builds need macOS {dotted(METAL_MIN_MACOS)} or later; this system has {have}"
     if variant.stable_abi is not None:
         if variant.stable_abi > system.torch_version:
-            return f"stable ABI {_dotted(variant.stable_abi)} is newer than torch {_dotted(system.torch_version)}"
+            return f"stable ABI {dotted(variant.stable_abi)} is newer than torch {dotted(system.torch_version)}"
     elif variant.torch_version != system.torch_version:
         assert variant.torch_version is not None
-        built, have = _dotted(variant.torch_version), _dotted(system.torch_version)
+        built, have = dotted(variant.torch_version), dotted(system.torch_version)
         return f"torch {built} build; this system has torch {have}"
     if variant.cxx11 is not None:
         if variant.os != "linux":
-            return f"{_abi_label(variant.cxx11)} ABI tag on a {variant.os} build; torch has no C++ ABI choice there"
+            return f"{abi_label(variant.cxx11)} ABI tag on a {variant.os} build; torch has no C++ ABI choice there"
         if system.cxx11 is not None and variant.cxx11 != system.cxx11:
-            return f"{_abi_label(variant.cxx11)} ABI; this torch uses the {_abi_label(system.cxx11)} ABI"
+            return f"{abi_label(variant.cxx11)} ABI; this torch uses the {abi_label(system.cxx11)} ABI"
     return None
 
 
@@ -307,14 +246,14 @@ def _backend_version_rejection(variant: Variant, system: SystemInfo) -> str | No
     built, have = variant.backend_version, system.backend_version
     if built is None or built == have:
         return None
-    label = _backend_label(variant.backend, built)
+    label = backend_label(variant.backend, built)
     if have is None:
-        return f"{label} build; this system's {_backend_label(system.backend)} version is unknown"
+        return f"{label} build; this system's {backend_label(system.backend)} version is unknown"
     if variant.backend == "cuda" and built[0] == have[0] and built[1:] <= have[1:]:
         return None
     if variant.backend == "cuda" and built[0] == have[0]:
-        return f"{label} build is newer than this system's {_backend_label(system.backend, have)}"
-    return f"{label} build; this system has {_backend_label(system.backend, have)}"
+        return f"{label} build is newer than this system's {backend_label(system.backend, have)}"
+    return f"{label} build; this system has {backend_label(system.backend, have)}"
 
 
 def _preference(variant: Variant) -> tuple[int, int, int, int, int, str]:
@@ -341,35 +280,6 @@ def _trailing_minor(digits: str) -> tuple[int, int] | None:
     return int(digits[:-1]), int(digits[-1])
 
 
-def _dotted(version: tuple[int, ...] | None) -> str:
-    """``(2, 13)`` -> ``2.13``."""
-    return ".".join(map(str, version or ()))
-
-
-def _dotted_pair(text: str | None) -> tuple[int, int] | None:
-    """The leading ``major.minor`` of a version string such as ``2.13.0+cpu`` or ``6.3.42131-fa1d``."""
-    match = re.match(r"([0-9]+)\.([0-9]+)", text or "")
-    return (int(match[1]), int(match[2])) if match else None
-
-
-def _xpu_version(text: str | None) -> tuple[int, int] | None:
-    """torch's XPU (oneAPI) version: ``20250101`` (a date) or ``2025.1`` -> (2025, 1)."""
-    if text and re.fullmatch(r"[0-9]{8}", text):
-        return int(text[:4]), int(text[4:6])
-    return _dotted_pair(text)
-
-
-def _abi_label(cxx11: bool) -> str:
-    """``cxx11`` or ``cxx98``."""
-    return "cxx11" if cxx11 else "cxx98"
-
-
-def _backend_label(backend: str, version: tuple[int, ...] | None = None) -> str:
-    """``CUDA 12.8``, ``CPU``, ``Metal`` ..."""
-    label = _BACKEND_LABELS.get(backend, backend)
-    return f"{label} {_dotted(version)}" if version else label
-
-
 def _display_name(name: str) -> str:
     """A variant name fit for a one-line message: quoted and shortened when it is not valid."""
     if is_valid_variant_name(name):
@@ -378,94 +288,3 @@ def _display_name(name: str) -> str:
     return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
-def _machine_arch(machine: str) -> str:
-    """``platform.machine()`` in variant spelling: ``AMD64`` -> ``x86_64``, ``arm64`` -> ``aarch64``."""
-    lowered = machine.lower()
-    return _ARCH_ALIASES.get(lowered, lowered)
-
-
-def _os_name(platform_name: str) -> str:
-    """``sys.platform`` in variant spelling: ``linux``, ``darwin`` or ``windows``."""
-    if platform_name.startswith("linux"):
-        return "linux"
-    if platform_name in ("win32", "cygwin"):
-        return "windows"
-    return platform_name
-
-
-def _torch_backend(torch: object) -> tuple[str, tuple[int, ...] | None]:
-    """The compute backend this torch build uses, and its version where it has one.
-
-    Checked in the order the ``kernels`` library checks: TPU and Neuron first (their
-    extensions load into other torch builds), then CUDA, ROCm, Metal, XPU and Ascend.
-    """
-    backends = getattr(torch, "backends", None)
-    if hasattr(backends, "tpu"):
-        return "tpu", None
-    if hasattr(torch, "neuron"):
-        return "neuron", None
-    version_module = getattr(torch, "version", None)
-    cuda, hip = getattr(version_module, "cuda", None), getattr(version_module, "hip", None)
-    if cuda:
-        return "cuda", _dotted_pair(cuda)
-    if hip:
-        return "rocm", _dotted_pair(hip)
-    mps = getattr(backends, "mps", None)
-    if mps is not None and _called(getattr(mps, "is_available", None)):
-        return "metal", None
-    xpu = getattr(version_module, "xpu", None)
-    if xpu:
-        return "xpu", _xpu_version(xpu)
-    if _privateuse1_backend(torch) == "npu":
-        return "cann", _cann_version()
-    return "cpu", None
-
-
-def _privateuse1_backend(torch: object) -> str | None:
-    """The name an out-of-tree device extension (such as torch_npu) registered with torch."""
-    probe = getattr(getattr(torch, "_C", None), "_get_privateuse1_backend_name", None)
-    try:
-        name = probe() if callable(probe) else None
-    except Exception:  # noqa: BLE001 - no answer means no extension
-        return None
-    return name if isinstance(name, str) else None
-
-
-def _cann_version() -> tuple[int, int] | None:
-    """The CANN toolkit version torch_npu reports (``8.1.RC1`` -> (8, 1)); None when it cannot tell."""
-    try:
-        from torch_npu.utils.collect_env import get_cann_version  # type: ignore[import-not-found]
-
-        return _dotted_pair(str(get_cann_version()))
-    except Exception:  # noqa: BLE001 - an unreadable version is an unknown one
-        return None
-
-
-def _cuda_runtime_version() -> tuple[int, int] | None:
-    """The version of the CUDA runtime library (libcudart) if one can be loaded, else None."""
-    name = ctypes.util.find_library("cudart")
-    if name is None:
-        return None
-    try:
-        runtime = ctypes.CDLL(name)
-        value = ctypes.c_int(0)
-        if runtime.cudaRuntimeGetVersion(ctypes.byref(value)) != 0:
-            return None
-    except (OSError, AttributeError):
-        return None
-    # Encoded as major * 1000 + minor * 10.
-    return value.value // 1000, (value.value % 1000) // 10
-
-
-def _macos_version(text: str) -> tuple[int, int] | None:
-    """``platform.mac_ver()``'s release as major.minor: ``26.0.1`` -> (26, 0), ``26`` -> (26, 0)."""
-    match = re.match(r"([0-9]+)(?:\.([0-9]+))?", text or "")
-    return (int(match[1]), int(match[2] or 0)) if match else None
-
-
-def _called(probe: object) -> bool:
-    """``probe()`` as a bool; False when it is missing or raises (a driver problem is not XPU)."""
-    try:
-        return callable(probe) and bool(probe())
-    except Exception:  # noqa: BLE001 - a failing availability probe means "not available"
-        return False

@@ -14,7 +14,9 @@ adapters around :func:`lock_for_build`, which decides, offline, what a build emb
 - otherwise the lock, byte for byte.
 
 This module is imported by every setuptools build whose environment has kernel-deps, so
-it imports nothing heavy until a project turns out to declare kernels.
+it imports nothing heavy at import. pyproject.toml is read and parsed once, by
+:func:`kernel_deps.spec.read_kernels_table`, the reader ``kernels lock`` uses, so a build
+reports a bad pyproject.toml as ``kernels lock`` does.
 """
 
 from __future__ import annotations
@@ -55,18 +57,19 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
     metadata folder of an unpacked sdist, which does not contain the project's lock file.
     Raises StaleLockError, PyprojectError, LockfileError or UsageError.
     """
+    # Imported here, not at the top: every setuptools build imports this module.
+    from kernel_deps.spec import read_kernels_table
+
     project_dir = Path(project_dir)
     pyproject = project_dir / PYPROJECT_NAME
-    kernels_table = _kernels_table(pyproject)
-    if kernels_table is None or "dependencies" not in kernels_table:
+    kernels_table, requirements = read_kernels_table(project_dir, missing_ok=True)
+    if kernels_table is None or requirements is None:
         return BuildLock()
     allow_stale, why = _allow_stale(kernels_table, pyproject)
 
     from kernel_deps.lockfile import Lockfile, read_lock_text
-    from kernel_deps.spec import read_requirements
     from kernel_deps.sync import check_sync  # the static rule of `kernels lock --check`: no network
 
-    requirements = read_requirements(project_dir)
     path = project_dir / LOCK_NAME
     if not path.is_file() and fallback is not None and fallback.is_file():
         path = fallback
@@ -93,36 +96,6 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
         f"anyway, {_OPT_OUT}",
         problems,
     )
-
-
-def _kernels_table(pyproject: Path) -> dict[str, Any] | None:
-    """``[tool.kernels]`` of ``pyproject`` as plain data, or None when there is none."""
-    try:
-        raw = pyproject.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise PyprojectError(f"{pyproject}: cannot read ({exc.strerror or exc}); check its permissions") from None
-    try:
-        data = _toml_loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise PyprojectError(f"{pyproject}: not valid UTF-8 (byte {exc.start})") from None
-    except ValueError as exc:  # tomllib.TOMLDecodeError and tomlkit's ParseError are ValueErrors
-        raise PyprojectError(f"{pyproject}: invalid TOML: {exc}") from None
-    table = data.get("tool", {}).get("kernels") if isinstance(data.get("tool"), dict) else None
-    if table is not None and not isinstance(table, dict):
-        raise PyprojectError(f"{pyproject}: tool.kernels must be a table like [tool.kernels.dependencies]")
-    return table
-
-
-def _toml_loads(text: str) -> dict[str, Any]:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomlkit
-
-        return tomlkit.parse(text).unwrap()
-    return tomllib.loads(text)
 
 
 def _allow_stale(kernels_table: dict[str, Any], pyproject: Path) -> tuple[bool, str]:
