@@ -217,3 +217,78 @@ def test_outdated_shows_upgrades_newer_releases_and_moved_branches(hub_env, tmp_
     assert {k["repo_id"]: k["upgradable"] for k in data["kernels"]} == {branchy: True, ranged: True}
     # Reading only: the lock did not move.
     assert lock_project(project, write=False).up_to_date
+
+
+KERNELS_016 = Path(sys.prefix) / "compat" / "kernels-0.16"
+
+
+def lock_with_kernels_016(project: Path) -> bytes:
+    """Lock ``project`` with the real kernels 0.16 code; returns the lock's bytes.
+
+    Its `kernels lock` command imports `cryptography` (for signatures) at start-up, so the
+    lock is made as that command does it: `get_kernel_locks` for each dependency, then
+    `json.dump` of the dataclasses with indent 2.
+    """
+    assert (KERNELS_016 / "kernels" / "lockfile.py").is_file(), f"kernels 0.16 is not in {KERNELS_016}; run 'make'"
+    code = (
+        "import dataclasses, json, pathlib, sys, tomllib\n"
+        "from kernels.lockfile import get_kernel_locks\n"
+        "project = pathlib.Path(sys.argv[1])\n"
+        "deps = tomllib.loads((project / 'pyproject.toml').read_text())['tool']['kernels']['dependencies']\n"
+        "locks = [dataclasses.asdict(get_kernel_locks(k, v)) for k, v in deps.items()]\n"
+        "(project / 'kernels.lock').write_text(json.dumps(locks, indent=2))\n"
+    )
+    # kernels 0.16 with telemetry off sends a User-Agent the huggingface_hub 2.x client refuses.
+    env = {**os.environ, "PYTHONPATH": str(KERNELS_016), "HF_HUB_DISABLE_TELEMETRY": "0"}
+    result = subprocess.run([sys.executable, "-c", code, str(project)], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return (project / "kernels.lock").read_bytes()
+
+
+def test_a_kernels_016_lock_is_downloaded_verified_and_loaded_as_it_is(hub_env, tmp_path) -> None:
+    from kernel_deps import load_kernel
+    from kernel_deps.download import download_project
+
+    repo_id = "kernels-test/rotary"
+    project = make_project(tmp_path, f'"{repo_id}" = 1')
+    written = lock_with_kernels_016(project)
+    assert b'"dependencies"' not in written and b'"version"' not in written  # their layout, not ours
+
+    report = download_project(project)
+    assert [t.kernel.repo_id for t in report.fetched] == [repo_id]
+    verified = verify_project(project, require_cached=True)
+    assert verified.ok, verified.problems
+    assert [n.kind for n in verified.notices] == ["foreign-lock"]
+    assert "Hugging Face kernels <= 0.16" in verified.notices[0].message
+    cli = run_cli("verify", str(project))
+    assert cli.returncode == 0 and "note: " in cli.stdout, cli.stdout + cli.stderr
+    module = load_kernel(repo_id, lockfile=project / "kernels.lock")
+    assert module.__kernel_origin__.commit == hub_env.repos[repo_id].branches["v1"]
+    assert (project / "kernels.lock").read_bytes() == written  # never rewritten by them
+
+    # kernels lock converts it, keeping every pin: changes, not additions.
+    outcome = lock_project(project)
+    assert outcome.lock.get(repo_id).sha == hub_env.repos[repo_id].branches["v1"]
+    assert outcome.changes and not any(line.startswith("+ ") for line in outcome.changes)
+
+
+def test_a_kernels_017_lock_gets_a_clear_message_from_download_verify_and_loader(hub_env, tmp_path) -> None:
+    import json
+
+    from kernel_deps import load_kernel
+
+    repo_id = "kernels-test/rotary"
+    project = make_project(tmp_path, f'"{repo_id}" = 1')
+    commit = hub_env.repos[repo_id].branches["v1"]
+    entry = {"dependency": {"repo-id": repo_id, "version": 1}, "lock": {"commit": commit}}
+    (project / "kernels.lock").write_text(json.dumps([entry]))
+    expected = "records commits but no variant hashes"
+    for command in ("download", "verify"):
+        result = run_cli(command, str(project))
+        assert result.returncode == 2, result.stderr
+        (line,) = result.stderr.strip().splitlines()
+        assert expected in line and "run 'kernels lock' to convert it" in line
+    from kernel_deps.errors import LockfileError
+
+    with pytest.raises(LockfileError, match=expected):
+        load_kernel(repo_id, lockfile=project / "kernels.lock")

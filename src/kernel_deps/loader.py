@@ -35,7 +35,8 @@ from kernel_deps.errors import (
     KernelNotLockedError,
     LockNotFoundError,
 )
-from kernel_deps.lockfile import LockedKernel, Lockfile, read_lockfile
+from kernel_deps.compat import parse_lock_for_use, read_lock_for_use
+from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
 from kernel_deps.system import detect_system
 from kernel_deps.variants import select_variant
@@ -92,15 +93,16 @@ _parsed_locks: dict[Path, tuple[tuple[int, int], Lockfile]] = {}
 
 
 def _read_lock(path: Path) -> Lockfile:
-    """``read_lockfile``, parsed again only when the file changes (size or mtime)."""
+    """The lock at ``path`` (ours or kernels <= 0.16's), parsed again only when the file
+    changes (size or mtime)."""
     try:
         stat = path.stat()
         key = (stat.st_mtime_ns, stat.st_size)
     except OSError:
-        return read_lockfile(path)  # raises the usual, clear error
+        return read_lock_for_use(path)[0]  # raises the usual, clear error
     cached = _parsed_locks.get(path)
     if cached is None or cached[0] != key:
-        cached = _parsed_locks[path] = (key, read_lockfile(path))
+        cached = _parsed_locks[path] = (key, read_lock_for_use(path)[0])
     return cached[1]
 
 
@@ -149,7 +151,7 @@ def _embedded_lock(module_name: str) -> LockSource | None:
         text = dist.read_text(LOCK_NAME) or dist.read_text(f"extra_metadata/{LOCK_NAME}")
         if text is not None:
             source = f"{dist_name} {dist.version} (installed distribution)"
-            return LockSource(Lockfile.from_json(text, source=f"{dist_name}:{LOCK_NAME}"), f"distribution {dist_name}", source)
+            return LockSource(parse_lock_for_use(text, source=f"{dist_name}:{LOCK_NAME}")[0], f"distribution {dist_name}", source)
     return None
 
 

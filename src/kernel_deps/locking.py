@@ -10,7 +10,7 @@ from kernel_deps import atomicfile
 from kernel_deps.errors import LockfileError
 from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
-from kernel_deps.compat import read_prior_pins
+from kernel_deps.compat import parse_lock_for_use, read_prior_pins
 from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lock_text, write_lockfile
 from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
@@ -42,9 +42,9 @@ def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], byt
         return None, {}, None
     commits = read_prior_pins(text, source=str(path))  # strict for every format it accepts
     try:
-        previous = Lockfile.from_json(text, source=str(path))
+        previous, _ = parse_lock_for_use(text, source=str(path))  # ours, or kernels <= 0.16's
     except LockfileError:
-        # Another tool's lock: its commits are kept, its layout is replaced.
+        # A kernels 0.17 lock: its commits are kept, its layout is replaced.
         return None, {repo_id: Pin(commit) for repo_id, commit in commits.items()}, text.encode("utf-8")
     pins = {k.repo_id: Pin(k.sha, k.version) for k in previous.kernels}
     return previous, pins, text.encode("utf-8")

@@ -19,7 +19,8 @@ from kernel_deps import cache
 from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UsageError
 from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
-from kernel_deps.lockfile import LockedKernel, Lockfile, read_lockfile
+from kernel_deps.compat import read_lock_for_use
+from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.locking import lock_path
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, is_offline
 from kernel_deps.spec import read_requirements
@@ -41,7 +42,7 @@ CACHE_KINDS = FILE_KINDS | {"unreadable", "unlocked-variant", "not-cached", "no-
 HUB_KINDS = frozenset({"repo-missing", "commit-missing", "ref-missing", "ref-moved", "hub-hash-mismatch",
                        "variant-not-on-hub", "variant-not-locked", "hub-error"})  # fmt: skip
 # Reported, but not a disagreement: the lock still holds, upstream has something newer.
-NOTICE_KINDS = frozenset({"ref-advanced"})
+NOTICE_KINDS = frozenset({"ref-advanced", "foreign-lock"})
 
 
 @dataclass(frozen=True)
@@ -80,15 +81,21 @@ def verify_project(
         raise UsageError("--online needs the Hub but HF_HUB_OFFLINE is set; unset HF_HUB_OFFLINE or drop --online")
     requirements = read_requirements(project_dir)
     path = lock_path(project_dir)
-    lock = read_lockfile(path)
-    problems = check_sync(requirements, lock)
+    lock, written_by = read_lock_for_use(path)
+    notices: list[Problem] = []
+    if written_by is None:
+        problems = check_sync(requirements, lock)
+    else:  # it records no versions or requirements to judge sync by
+        problems = []
+        message = (f"{path} was written by {written_by}: it records no versions or requirements, so its sync with "
+                   "pyproject.toml is not checked; 'kernels lock' converts it, keeping its pins")  # fmt: skip
+        notices.append(Problem("foreign-lock", None, None, None, message))
     cache_problems, checked = check_cache(lock, cache_root=cache_root)
     problems += cache_problems
     present = {(c.repo_id, c.variant) for c in checked}
     present |= {(p.repo_id, p.variant) for p in cache_problems if p.kind == "unreadable"}
     if require_cached:
         problems += check_this_machine(lock, present, system or detect_system(), cache_root)
-    notices: list[Problem] = []
     if online:
         for found in check_hub(lock, hub or HubClient()):
             (notices if found.kind in NOTICE_KINDS else problems).append(found)
