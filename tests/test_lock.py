@@ -263,7 +263,7 @@ def test_lock_json_summary(hub_env, tmp_path) -> None:
 def test_add_and_remove_keep_comments_and_relock(hub_env, tmp_path) -> None:
     env = {"HF_ENDPOINT": hub_env.url}
     project = make_project(tmp_path, '"kernels-test/flash" = 1  # pinned major')
-    added = run_cli("add", "kernels-test/rotary", "--project", str(project), env_extra=env)
+    added = run_cli("add", "kernels-test/rotary", str(project), env_extra=env)
     assert added.returncode == 0, added.stderr
     text = (project / "pyproject.toml").read_text()
     assert "# Kernels this project loads at run time." in text and "# pinned major" in text
@@ -271,7 +271,7 @@ def test_add_and_remove_keep_comments_and_relock(hub_env, tmp_path) -> None:
     lock = Lockfile.from_json((project / "kernels.lock").read_text())
     assert lock.repo_ids == ("kernels-test/flash", "kernels-test/rotary")
 
-    removed = run_cli("remove", "kernels-test/rotary", "--project", str(project), env_extra=env)
+    removed = run_cli("remove", "kernels-test/rotary", str(project), env_extra=env)
     assert removed.returncode == 0, removed.stderr
     assert "kernels-test/rotary" not in (project / "pyproject.toml").read_text()
     assert Lockfile.from_json((project / "kernels.lock").read_text()).repo_ids == ("kernels-test/flash",)
@@ -282,7 +282,38 @@ def test_failed_relock_on_add_leaves_both_files(hub_env, tmp_path) -> None:
     project = make_project(tmp_path, '"kernels-test/rotary" = "<2"')
     assert run_cli("lock", str(project), env_extra=env).returncode == 0
     before = snapshot(project)
-    result = run_cli("add", "kernels-test/attention>=1.4", "--project", str(project), env_extra=env)
+    result = run_cli("add", "kernels-test/attention>=1.4", str(project), env_extra=env)
     assert result.returncode == 1
     assert "kernels-test/rotary <2 (from project)" in result.stderr
     assert snapshot(project) == before
+
+
+def test_add_and_remove_default_to_the_current_folder_and_accept_project(hub_env, tmp_path) -> None:
+    """PROJECT_DIR is positional, default '.'; the older --project spelling still works."""
+    env = {"HF_ENDPOINT": hub_env.url}
+    project = make_project(tmp_path, '"kernels-test/flash" = 1')
+    added = run_cli("add", "kernels-test/rotary@v1.0.0", cwd=project, env_extra=env)
+    assert added.returncode == 0, added.stderr
+    assert '"kernels-test/rotary" = { revision = "v1.0.0" }' in (project / "pyproject.toml").read_text()
+    assert Lockfile.from_json((project / "kernels.lock").read_text()).repo_ids == ("kernels-test/flash", "kernels-test/rotary")
+
+    removed = run_cli("remove", "kernels-test/rotary", "--project", str(project), env_extra=env)
+    assert removed.returncode == 0, removed.stderr
+    assert "kernels-test/rotary" not in (project / "pyproject.toml").read_text()
+    added = run_cli("add", "kernels-test/rotary<2", "--project", str(project), env_extra=env)
+    assert added.returncode == 0, added.stderr
+    assert Lockfile.from_json((project / "kernels.lock").read_text()).get("kernels-test/rotary").version == "v1.1.0"
+
+
+@pytest.mark.parametrize("command", [["add", "kernels-test/rotary"], ["remove", "kernels-test/flash"]])
+def test_project_folder_given_twice_is_bad_input(hub_env, tmp_path, command) -> None:
+    project = make_project(tmp_path, '"kernels-test/flash" = 1')
+    other = make_project(tmp_path, '"kernels-test/flash" = 1', name="other")
+    before = snapshot(project), snapshot(other)
+    result = run_cli(*command, str(project), "--project", str(other), env_extra={"HF_ENDPOINT": hub_env.url})
+    assert result.returncode == 2
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        f"error: the project folder is given twice ({project} and --project {other}); give it once, as PROJECT_DIR"
+    )
+    assert (snapshot(project), snapshot(other)) == before

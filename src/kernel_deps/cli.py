@@ -10,6 +10,7 @@ import click
 
 from kernel_deps import __version__
 from kernel_deps.errors import KernelDepsError, UsageError
+from kernel_deps.settings import PYPROJECT_NAME
 
 _PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -109,15 +110,32 @@ def lock(project_dir: Path, check: bool, upgrade: bool, upgrade_packages: tuple[
     _render_outcome(outcome, as_json=as_json, check=check)
 
 
+def _project_argument(positional: Path | None, option: Path | None) -> Path:
+    """The project folder of add/remove: PROJECT_DIR, or the older --project spelling."""
+    if positional is not None and option is not None:
+        raise UsageError(
+            f"the project folder is given twice ({positional} and --project {option}); "
+            "give it once, as PROJECT_DIR"
+        )
+    return positional or option or Path(".")
+
+
+# PROJECT_DIR is positional for every command; add and remove also still accept the
+# --project spelling they used to take, hidden from --help.
+_LEGACY_PROJECT = click.option("--project", "legacy_project", type=_PROJECT_DIR, hidden=True)
+
+
 @main.command()
 @click.argument("requirement", metavar="ORG/NAME[SPEC]")
-@click.option("--project", "project_dir", default=".", type=_PROJECT_DIR, help="The project directory.")
-def add(requirement: str, project_dir: Path) -> None:
-    """Add a kernel to [tool.kernels.dependencies] and relock.
+@click.argument("project_dir", required=False, type=_PROJECT_DIR)
+@_LEGACY_PROJECT
+def add(requirement: str, project_dir: Path | None, legacy_project: Path | None) -> None:
+    """Add a kernel to [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.
 
     SPEC is a PEP 440 range (kernels-community/activation>=1.2,<2) or @REVISION; without
     one, the newest release's major series is taken (>=X.Y.Z,<X+1).
     """
+    project_dir = _project_argument(project_dir, legacy_project)
     from kernel_deps.hub import HubClient
     from kernel_deps.listing import requirement_for_newest
     from kernel_deps.locking import edit_and_relock
@@ -127,7 +145,7 @@ def add(requirement: str, project_dir: Path) -> None:
     hub = HubClient()
     if value is None:
         value = requirement_for_newest(repo_id, hub=hub)
-    source = str(project_dir / "pyproject.toml")
+    source = str(project_dir / PYPROJECT_NAME)
     outcome = edit_and_relock(project_dir, lambda text: add_requirement(text, repo_id, value, source=source), hub=hub)
     click.echo(f"Added {repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
     _render_outcome(outcome, as_json=False, check=False)
@@ -135,13 +153,15 @@ def add(requirement: str, project_dir: Path) -> None:
 
 @main.command()
 @click.argument("repo_id", metavar="ORG/NAME")
-@click.option("--project", "project_dir", default=".", type=_PROJECT_DIR, help="The project directory.")
-def remove(repo_id: str, project_dir: Path) -> None:
-    """Remove a kernel from [tool.kernels.dependencies] and relock."""
+@click.argument("project_dir", required=False, type=_PROJECT_DIR)
+@_LEGACY_PROJECT
+def remove(repo_id: str, project_dir: Path | None, legacy_project: Path | None) -> None:
+    """Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock."""
+    project_dir = _project_argument(project_dir, legacy_project)
     from kernel_deps.locking import edit_and_relock
     from kernel_deps.spec import remove_requirement
 
-    source = str(project_dir / "pyproject.toml")
+    source = str(project_dir / PYPROJECT_NAME)
     outcome = edit_and_relock(project_dir, lambda text: remove_requirement(text, repo_id, source=source))
     click.echo(f"Removed {repo_id}")
     _render_outcome(outcome, as_json=False, check=False)
