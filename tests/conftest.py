@@ -11,6 +11,24 @@ from tests.fixtures.builder import BuiltRepo, KernelRepo, build_catalogue, build
 from tests.fixtures.localhub import LocalHub
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cuda", action="store_true", help="also run the tests marked cuda (they need a CUDA device)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cuda: needs a CUDA device and a CUDA build of torch; runs only with --cuda")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without --cuda, CUDA tests are deselected (never skipped): `make test` runs on CPU machines."""
+    if config.getoption("--cuda"):
+        return
+    deselected = [item for item in items if item.get_closest_marker("cuda")]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not item.get_closest_marker("cuda")]
+
+
 @dataclass
 class HubWorld:
     """The running local Hub and the repositories it serves."""

@@ -31,6 +31,7 @@ from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock
 from kernel_deps.locking import lock_project
 from kernel_deps.spec import parse_requirement
 from tests.conftest import HubWorld
+from tests.fixtures.projects import write_project
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = Path(__file__).resolve().parent / "fixtures" / "sample_projects"
@@ -43,14 +44,10 @@ DIST_NAMES = {"setuptools_app": "setuptools-app", "hatch_app": "hatch-app"}
 # -- lock_for_build: what a build embeds, decided offline -----------------------------------
 
 
-def write_project(folder: Path, deps: dict[str, str] | None, *, lock: dict[str, str] | None = None, extra: str = "") -> Path:
-    """A project folder: pyproject.toml (``deps=None``: no kernels table) and, if given, a lock."""
-    folder.mkdir(parents=True, exist_ok=True)
-    table = "" if deps is None else "[tool.kernels.dependencies]\n" + "".join(f'"{r}" = "{s}"\n' for r, s in deps.items())
-    (folder / "pyproject.toml").write_text(f'[project]\nname = "app"\nversion = "1"\n\n{extra}{table}')
-    if lock is not None:
-        (folder / "kernels.lock").write_text(make_lock(lock).to_json())
-    return folder
+def with_lock(project: Path, requirements: dict[str, str]) -> Path:
+    """``project`` with a kernels.lock written by :func:`make_lock` (no Hub involved)."""
+    (project / "kernels.lock").write_text(make_lock(requirements).to_json())
+    return project
 
 
 def make_lock(requirements: dict[str, str]) -> Lockfile:
@@ -83,7 +80,7 @@ def test_a_project_without_kernel_dependencies_embeds_nothing_and_says_nothing(t
 
 def test_a_lock_in_sync_is_embedded_byte_for_byte(tmp_path, no_opt_out) -> None:
     deps = {ROTARY: "<1.1", "kernels-test/flash": "~=1.0"}
-    project = write_project(tmp_path, deps, lock=deps)
+    project = with_lock(write_project(tmp_path, deps), deps)
     found = lock_for_build(project)
     assert found == BuildLock((project / "kernels.lock").read_text(), project / "kernels.lock", ())
 
@@ -103,10 +100,9 @@ def test_a_missing_lock_is_a_warning_and_embeds_nothing(tmp_path, no_opt_out) ->
 
 
 def test_a_stale_lock_refuses_the_build_and_names_every_problem(tmp_path, no_opt_out) -> None:
-    project = write_project(
-        tmp_path,
-        {ROTARY: ">=2", "kernels-test/flash": "~=1.0"},
-        lock={ROTARY: "<1.1", "kernels-test/activation": ">=1"},
+    project = with_lock(
+        write_project(tmp_path, {ROTARY: ">=2", "kernels-test/flash": "~=1.0"}),
+        {ROTARY: "<1.1", "kernels-test/activation": ">=1"},
     )
     with pytest.raises(StaleLockError) as info:
         lock_for_build(project)
@@ -126,7 +122,7 @@ def test_a_stale_lock_refuses_the_build_and_names_every_problem(tmp_path, no_opt
 
 
 def test_a_changed_requirement_is_stale_even_when_the_pin_still_satisfies_it(tmp_path, no_opt_out) -> None:
-    project = write_project(tmp_path, {ROTARY: ">=0.5"}, lock={ROTARY: "<1.1"})
+    project = with_lock(write_project(tmp_path, {ROTARY: ">=0.5"}), {ROTARY: "<1.1"})
     with pytest.raises(StaleLockError, match=r"pyproject.toml asks for '>=0.5' but kernels.lock was locked for '<1.1'"):
         lock_for_build(project)
 
@@ -134,7 +130,7 @@ def test_a_changed_requirement_is_stale_even_when_the_pin_still_satisfies_it(tmp
 @pytest.mark.parametrize("how", ["env-1", "env-true", "pyproject"])
 def test_the_stale_check_can_be_opted_out_of(tmp_path, monkeypatch, how) -> None:
     extra = "[tool.kernels]\nallow-stale-lock = true\n\n" if how == "pyproject" else ""
-    project = write_project(tmp_path, {ROTARY: ">=2"}, lock={ROTARY: "<1.1"}, extra=extra)
+    project = with_lock(write_project(tmp_path, {ROTARY: ">=2"}, extra=extra), {ROTARY: "<1.1"})
     monkeypatch.setenv(ALLOW_STALE_ENV, {"env-1": "1", "env-true": "True", "pyproject": "0"}[how])
     found = lock_for_build(project)
     assert found.text == (project / "kernels.lock").read_text()
@@ -147,7 +143,7 @@ def test_the_stale_check_can_be_opted_out_of(tmp_path, monkeypatch, how) -> None
 
 def test_invalid_opt_out_values_are_refused(tmp_path, monkeypatch) -> None:
     flag = '[tool.kernels]\nallow-stale-lock = "yes"\n\n'
-    project = write_project(tmp_path, {ROTARY: "<1.1"}, lock={ROTARY: "<1.1"}, extra=flag)
+    project = with_lock(write_project(tmp_path, {ROTARY: "<1.1"}, extra=flag), {ROTARY: "<1.1"})
     monkeypatch.setenv(ALLOW_STALE_ENV, "maybe")
     with pytest.raises(UsageError, match=rf"^{ALLOW_STALE_ENV}='maybe': expected 1 or 0"):
         lock_for_build(project)

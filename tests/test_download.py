@@ -20,15 +20,9 @@ from tests.fixtures.builder import (
     KernelRepo,
     Release,
 )
+from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
-
-
-def make_project(root: Path, deps: str) -> Path:
-    project = root / "app"
-    project.mkdir(parents=True, exist_ok=True)
-    (project / "pyproject.toml").write_text(f'[project]\nname = "app"\n\n[tool.kernels.dependencies]\n{deps}\n')
-    return project
 
 
 def kernels(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -48,7 +42,7 @@ def cached_variants(root: Path, repo_id: str, commit: str) -> set[str]:
 
 @pytest.fixture
 def locked_app(hub_env, tmp_path):
-    project = make_project(tmp_path, '"kernels-test/layer-norm" = ">=0.2"\n"kernels-test/flash" = 1')
+    project = write_project(tmp_path / "app", '"kernels-test/layer-norm" = ">=0.2"\n"kernels-test/flash" = 1')
     lock_project(project)
     return project
 
@@ -128,7 +122,7 @@ def test_download_repairs_a_damaged_cache(hub_env, locked_app, damage) -> None:
 def test_hub_serving_other_bytes_is_refused_and_nothing_unverified_is_left(hub_env, tmp_path) -> None:
     spec = KernelRepo("kernels-test/download-tampered", (Release("1.0.0"),))
     built = hub_env.add_repo(spec)
-    project = make_project(tmp_path, '"kernels-test/download-tampered" = ">=1"')
+    project = write_project(tmp_path / "app", '"kernels-test/download-tampered" = ">=1"')
     lock_project(project)
     # The LFS object behind the pointer changes: the listing still names the old SHA-256.
     content = next(c for p, c in built.files["1.0.0"].items() if c.lfs and CPU_VARIANT in p)
@@ -149,7 +143,7 @@ def test_hub_serving_other_bytes_is_refused_and_nothing_unverified_is_left(hub_e
 
 def test_rewritten_repo_is_refused(hub_env, tmp_path) -> None:
     hub_env.add_repo(KernelRepo("kernels-test/download-rewritten", (Release("1.0.0"),)))
-    project = make_project(tmp_path, '"kernels-test/download-rewritten" = ">=1"')
+    project = write_project(tmp_path / "app", '"kernels-test/download-rewritten" = ">=1"')
     lock_project(project)
     # Force-pushed history: the locked commit is gone, v1.0.0 names other content.
     hub_env.add_repo(KernelRepo("kernels-test/download-rewritten", (Release("0.9.0"), Release("1.0.0", lfs_size=999))))
@@ -190,7 +184,7 @@ def test_a_locked_variant_absent_at_the_locked_commit_is_named_as_such(hub_env, 
 
 def test_moved_tag_still_downloads_the_locked_commit(hub_env, tmp_path) -> None:
     built = hub_env.add_repo(KernelRepo("kernels-test/download-moving", (Release("1.0.0"), Release("1.1.0"))))
-    project = make_project(tmp_path, '"kernels-test/download-moving" = "==1.0.0"')
+    project = write_project(tmp_path / "app", '"kernels-test/download-moving" = "==1.0.0"')
     lock_project(project)
     built.git("tag", "--force", "v1.0.0", built.commits["1.1.0"])
     assert kernels("download", str(project)).returncode == 0
@@ -222,7 +216,7 @@ def test_variant_option_and_all_variants(hub_env, locked_app) -> None:
 
 def test_no_variant_for_this_machine_lists_the_reasons(hub_env, tmp_path) -> None:
     hub_env.add_repo(KernelRepo("kernels-test/download-cuda-only", (Release("1.0.0", variants=(CUDA_VARIANT, METAL_VARIANT)),)))
-    project = make_project(tmp_path, '"kernels-test/download-cuda-only" = ">=1"')
+    project = write_project(tmp_path / "app", '"kernels-test/download-cuda-only" = ">=1"')
     lock_project(project)
     result = kernels("download", str(project))
     assert result.returncode == 1

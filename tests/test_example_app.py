@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kernel_deps.lockfile import read_lockfile
+from kernel_deps.variants import detect_system, select_variant
+
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = str(Path(sys.executable).with_name("kernels"))
 
@@ -26,7 +29,11 @@ def test_example_app_runs_offline_with_the_locked_kernel(img2gray_hub, hub_env, 
     )
     assert result.returncode == 0, result.stderr
     commit = img2gray_hub.repos["kernels-test/img2gray"].commits["1.1.0"]
-    assert f"kernel: kernels-test/img2gray 1.1.0 (torch213-cxx11-cpu-x86_64-linux, commit {commit[:12]})" in result.stdout
+    # The variant this machine loads: the best fit among the locked ones, as the loader picks it.
+    locked = read_lockfile(app / "kernels.lock").get("kernels-test/img2gray")
+    assert locked is not None and locked.sha == commit
+    variant = select_variant(locked.repo_id, sorted(locked.variants), detect_system())
+    assert f"kernel: kernels-test/img2gray 1.1.0 ({variant}, commit {commit[:12]})" in result.stdout
     assert "matches the pure torch reference" in result.stdout
     assert output.read_bytes().startswith(b"P5\n640 480\n255\n") and len(output.read_bytes()) == 15 + 640 * 480
 

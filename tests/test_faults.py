@@ -17,24 +17,21 @@ from kernel_deps.download import download_project
 from kernel_deps.errors import HubUnavailableError
 from kernel_deps.hub import HubClient
 from kernel_deps.lockfile import read_lockfile
-from kernel_deps.locking import lock_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
+from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
 
 
-def project_with(hub_env, tmp_path: Path, name: str, *, lfs_size: int = 256 << 10, kernels: int = 2) -> Path:
-    deps = []
+def add_repos(hub_env, name: str, *, lfs_size: int = 256 << 10, kernels: int = 2) -> dict[str, str]:
+    """Serve ``kernels`` one-release repos with three variants each; their requirements."""
+    deps = {}
     for i in range(kernels):
         repo_id = f"kernels-test/faults-{name}-{i}"
         variants = (CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT)
         hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=variants, lfs_size=lfs_size),)))
-        deps.append(f'"{repo_id}" = ">=1"')
-    project = tmp_path / "app"
-    project.mkdir()
-    (project / "pyproject.toml").write_text("[tool.kernels.dependencies]\n" + "\n".join(deps) + "\n")
-    lock_project(project)
-    return project
+        deps[repo_id] = ">=1"
+    return deps
 
 
 def all_verified(project: Path) -> bool:
@@ -49,7 +46,7 @@ def snapshot_entries(root: Path) -> list[Path]:
 
 
 def test_download_survives_5xx_resets_cut_bodies_and_stalls(hub_env, proxy, tmp_path) -> None:
-    project = project_with(hub_env, tmp_path, "flaky")
+    project = write_project(tmp_path / "app", add_repos(hub_env, "flaky"), locked=True)
     proxy.error_rate = 0.3
     proxy.reset_rate = 0.1
     proxy.truncate_rate = 0.1
@@ -67,7 +64,7 @@ def test_download_survives_5xx_resets_cut_bodies_and_stalls(hub_env, proxy, tmp_
 
 
 def test_total_failure_fails_clearly_in_bounded_time(hub_env, proxy, tmp_path) -> None:
-    project = project_with(hub_env, tmp_path, "down", kernels=1)
+    project = write_project(tmp_path / "app", add_repos(hub_env, "down", kernels=1), locked=True)
     proxy.only_paths = "/resolve/"
     proxy.fail_all()
     hub = HubClient(endpoint=proxy.url, backoff=0.2, retries=100, budget=4)
@@ -95,7 +92,7 @@ def kill_download_at(project: Path, env: dict, delay: float) -> int:
 
 
 def test_sigkill_at_twenty_moments_loses_nothing(hub_env, proxy, tmp_path) -> None:
-    project = project_with(hub_env, tmp_path, "killed", lfs_size=2 << 20, kernels=2)
+    project = write_project(tmp_path / "app", add_repos(hub_env, "killed", lfs_size=2 << 20, kernels=2), locked=True)
     proxy.latency = 0.05
     env = {**os.environ, "HF_ENDPOINT": proxy.url}
     root = cache.cache_root()
@@ -117,7 +114,7 @@ def test_sigkill_at_twenty_moments_loses_nothing(hub_env, proxy, tmp_path) -> No
 
 
 def test_eight_concurrent_downloads_share_one_cache(hub_env, proxy, tmp_path) -> None:
-    project = project_with(hub_env, tmp_path, "crowd", lfs_size=1 << 20, kernels=2)
+    project = write_project(tmp_path / "app", add_repos(hub_env, "crowd", lfs_size=1 << 20, kernels=2), locked=True)
     proxy.latency = 0.02
     env = {**os.environ, "HF_ENDPOINT": proxy.url}
     lock = read_lockfile(project / "kernels.lock")

@@ -19,15 +19,9 @@ from kernel_deps.errors import HubError, InvalidKernelMetadataError
 from kernel_deps.lockfile import read_lockfile
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import CPU_VARIANT, BuiltRepo, KernelRepo, Release
+from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
-
-
-def project(tmp_path: Path, deps: str, name: str = "app") -> Path:
-    folder = tmp_path / name
-    folder.mkdir()
-    (folder / "pyproject.toml").write_text(f"[tool.kernels.dependencies]\n{deps}\n")
-    return folder
 
 
 def add_hostile_entry(built: BuiltRepo, version: str, variant: str, entry_path: list[str], data: bytes) -> str:
@@ -62,7 +56,7 @@ def add_hostile_entry(built: BuiltRepo, version: str, variant: str, entry_path: 
 def test_a_backslash_path_is_refused_and_nothing_is_written(hub_env, tmp_path) -> None:
     built = hub_env.add_repo(KernelRepo("kernels-test/hostile-backslash", (Release("1.0.0", variants=(CPU_VARIANT,)),)))
     add_hostile_entry(built, "1.1.0", CPU_VARIANT, ["..\\..\\evil.py"], b"import os; os.system('touch /tmp/owned')\n")
-    app = project(tmp_path, '"kernels-test/hostile-backslash" = "==1.1.0"')
+    app = write_project(tmp_path / "app", '"kernels-test/hostile-backslash" = "==1.1.0"')
     lock_project(app)
     result = subprocess.run([KERNELS, "download", str(app)], capture_output=True, text=True)
     assert result.returncode == 1
@@ -90,7 +84,7 @@ def test_paths_escaping_the_variant_folder_are_refused(path) -> None:
 def test_a_symlink_in_the_repo_is_stored_as_its_text_never_followed(hub_env, tmp_path) -> None:
     release = Release("1.0.0", variants=(CPU_VARIANT,), symlinks=(("passwd.py", "/etc/passwd"),))
     built = hub_env.add_repo(KernelRepo("kernels-test/hostile-symlink", (release,)))
-    app = project(tmp_path, '"kernels-test/hostile-symlink" = ">=1"')
+    app = write_project(tmp_path / "app", '"kernels-test/hostile-symlink" = ">=1"')
     lock_project(app)
     download_project(app)
     folder = cache.variant_dir(cache.find_repo_dir("kernels-test/hostile-symlink"), built.commits["1.0.0"], CPU_VARIANT)
@@ -104,7 +98,7 @@ def test_a_symlink_in_the_repo_is_stored_as_its_text_never_followed(hub_env, tmp
 def test_a_folder_that_is_not_a_variant_name_is_never_locked(hub_env, tmp_path) -> None:
     weird = "torch-universal;rm -rf ~"
     hub_env.add_repo(KernelRepo("kernels-test/hostile-variant", (Release("1.0.0", variants=(CPU_VARIANT, weird)),)))
-    app = project(tmp_path, '"kernels-test/hostile-variant" = ">=1"')
+    app = write_project(tmp_path / "app", '"kernels-test/hostile-variant" = ">=1"')
     lock = lock_project(app).lock
     assert set(lock.get("kernels-test/hostile-variant").variants) == {CPU_VARIANT}
     result = subprocess.run([KERNELS, "download", "--all-variants", str(app)], capture_output=True, text=True)
@@ -124,7 +118,7 @@ def test_a_folder_that_is_not_a_variant_name_is_never_locked(hub_env, tmp_path) 
 def test_bad_metadata_fails_the_lock_clearly(hub_env, tmp_path, name, metadata, error, message) -> None:
     release = Release("1.0.0", variants=(CPU_VARIANT,), extra_files=(("metadata.json", metadata),))
     hub_env.add_repo(KernelRepo(f"kernels-test/hostile-meta-{name}", (release,)))
-    app = project(tmp_path, f'"kernels-test/hostile-meta-{name}" = ">=1"')
+    app = write_project(tmp_path / "app", f'"kernels-test/hostile-meta-{name}" = ">=1"')
     with pytest.raises(error, match=message.replace(".", r"\.").replace("[", r"\[")):
         lock_project(app)
     assert not (app / "kernels.lock").exists()
@@ -135,7 +129,7 @@ def test_bad_metadata_fails_the_lock_clearly(hub_env, tmp_path, name, metadata, 
 def test_a_kernel_depends_cycle_is_locked_once_each(hub_env, tmp_path) -> None:
     hub_env.add_repo(KernelRepo("kernels-test/hostile-cycle-a", (Release("1.0.0", depends=(("kernels-test/hostile-cycle-b", ">=1"),)),)))
     hub_env.add_repo(KernelRepo("kernels-test/hostile-cycle-b", (Release("1.0.0", depends=(("kernels-test/hostile-cycle-a", ">=1"),)),)))
-    app = project(tmp_path, '"kernels-test/hostile-cycle-a" = ">=1"')
+    app = write_project(tmp_path / "app", '"kernels-test/hostile-cycle-a" = ">=1"')
     lock = lock_project(app).lock
     assert lock.repo_ids == ("kernels-test/hostile-cycle-a", "kernels-test/hostile-cycle-b")
     assert lock.get("kernels-test/hostile-cycle-a").dependencies == ("kernels-test/hostile-cycle-b",)
@@ -145,7 +139,7 @@ def test_a_kernel_depends_cycle_is_locked_once_each(hub_env, tmp_path) -> None:
 
 def test_a_self_dependency_is_locked_without_looping(hub_env, tmp_path) -> None:
     hub_env.add_repo(KernelRepo("kernels-test/hostile-self", (Release("1.0.0", depends=(("kernels-test/hostile-self", ">=1"),)),)))
-    app = project(tmp_path, '"kernels-test/hostile-self" = ">=1"')
+    app = write_project(tmp_path / "app", '"kernels-test/hostile-self" = ">=1"')
     lock = lock_project(app).lock
     assert lock.repo_ids == ("kernels-test/hostile-self",)
 
@@ -154,9 +148,7 @@ def test_a_self_dependency_is_locked_without_looping(hub_env, tmp_path) -> None:
 
 
 def locked_app(hub_env, tmp_path) -> Path:
-    app = project(tmp_path, '"kernels-test/rotary" = ">=1,<2"')
-    lock_project(app)
-    return app
+    return write_project(tmp_path / "app", '"kernels-test/rotary" = ">=1,<2"', locked=True)
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
@@ -215,7 +207,7 @@ def test_a_pyproject_table_of_the_wrong_type_is_bad_input(tmp_path, table) -> No
 @pytest.mark.parametrize("value", ["maybe", "2", "offline"])
 def test_an_offline_flag_that_is_neither_on_nor_off_is_bad_input(hub_env, tmp_path, value) -> None:
     """HF_HUB_OFFLINE is parsed like every other on/off variable: a typo is not 'online'."""
-    app = project(tmp_path, '"kernels-community/activation" = ">=1,<2"')
+    app = write_project(tmp_path / "app", '"kernels-community/activation" = ">=1,<2"')
     env = {**os.environ, "HF_HUB_OFFLINE": value}
     result = subprocess.run([KERNELS, "lock", str(app)], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 2

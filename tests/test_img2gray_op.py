@@ -33,7 +33,14 @@ from tests.fixtures.img2gray_kernel import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-HAS_CUDA = torch.cuda.is_available()
+
+
+def require_cuda(*, toolkit: bool = False) -> None:
+    """Fail (not skip) a ``cuda``-marked test run with ``--cuda`` on a machine that cannot run it."""
+    if not torch.cuda.is_available():
+        pytest.fail("--cuda asks for the CUDA tests, but torch sees no CUDA device", pytrace=False)
+    if toolkit and torch.version.cuda is None:
+        pytest.fail("--cuda asks for the CUDA tests, but this torch is not a CUDA build", pytrace=False)
 
 # Imports each variant folder given on the command line as a package, in order, then
 # runs a check's body; the body hands its result to emit().
@@ -287,8 +294,9 @@ def test_native_op_checks_arguments(error_results: dict, label: str, expression:
     assert error is not None and error[0] == "RuntimeError" and fragment in error[1], error
 
 
-@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+@pytest.mark.cuda
 def test_cpu_build_rejects_cuda_tensor(cpu_variant_dir: Path) -> None:
+    require_cuda()
     body = "emit(attempt(lambda: kernel.img2gray(torch.zeros(4, 4, 3, device='cuda'))))"
     error = run_with_variants(body, cpu_variant_dir)
     assert error[0] == "ValueError" and "device 'cuda' is not supported by this build" in error[1]
@@ -349,8 +357,9 @@ def test_published_repo_stores_library_in_lfs(cpu_variant: dict[str, bytes], tmp
     assert f"build/{variant}/{ops_namespace('1.1.0')}.abi3.so" in later and f"build/{variant}/{library}" not in later
 
 
-@pytest.mark.skipif(not HAS_CUDA or torch.version.cuda is None, reason="needs a CUDA device and a CUDA build of torch")
+@pytest.mark.cuda
 def test_cuda_variant_matches_reference(tmp_path: Path) -> None:
+    require_cuda(toolkit=True)
     files = build_cuda_variant("1.0.0")
     assert json.loads(files["metadata.json"])["backend"] == {"type": "cuda"}
     variant_dir = write_variant(files, tmp_path / variant_name("cuda"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -18,16 +17,8 @@ from kernel_deps.loader import (
     calling_module,
     find_lock,
 )
-from kernel_deps.locking import lock_project
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
-
-
-def make_project(root: Path, deps: str, name: str = "app") -> Path:
-    project = root / name
-    project.mkdir(parents=True, exist_ok=True)
-    (project / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n\n[tool.kernels.dependencies]\n{deps}\n')
-    lock_project(project)
-    return project
+from tests.fixtures.projects import write_project
 
 
 def unique_repo(hub_env, name: str, *releases: Release) -> str:
@@ -38,7 +29,7 @@ def unique_repo(hub_env, name: str, *releases: Release) -> str:
 
 def test_locked_load_imports_this_machines_variant(hub_env, tmp_path) -> None:
     repo_id = unique_repo(hub_env, "basic", Release("1.0.0"), Release("1.1.0"))
-    project = make_project(tmp_path, f'"{repo_id}" = ">=1,<2"')
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1,<2"', locked=True)
     download_project(project)
     module = load_kernel(repo_id, lockfile=project / "kernels.lock")
     assert module.__version__ == "1.1.0"
@@ -53,7 +44,7 @@ def test_locked_load_imports_this_machines_variant(hub_env, tmp_path) -> None:
 
 def test_lock_is_found_beside_pyproject_and_through_the_environment(hub_env, tmp_path, monkeypatch) -> None:
     repo_id = unique_repo(hub_env, "discovery")
-    project = make_project(tmp_path, f'"{repo_id}" = ">=1"')
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', locked=True)
     (project / "src" / "pkg").mkdir(parents=True)
     monkeypatch.chdir(project / "src" / "pkg")
     found = find_lock()
@@ -73,7 +64,7 @@ def test_the_caller_is_the_first_frame_outside_kernel_deps() -> None:
 
 
 def test_unlocked_repo_is_refused(hub_env, tmp_path) -> None:
-    project = make_project(tmp_path, '"kernels-test/flash" = 1')
+    project = write_project(tmp_path / "app", '"kernels-test/flash" = 1', locked=True)
     with pytest.raises(KernelNotLockedError) as info:
         load_kernel("kernels-test/rotary", lockfile=project / "kernels.lock")
     assert str(info.value) == (
@@ -84,7 +75,7 @@ def test_unlocked_repo_is_refused(hub_env, tmp_path) -> None:
 
 def test_tampered_byte_is_refused_and_named(hub_env, tmp_path) -> None:
     repo_id = unique_repo(hub_env, "tampered")
-    project = make_project(tmp_path, f'"{repo_id}" = ">=1"')
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', locked=True)
     download_project(project)
     kernel_dir = cache.variant_dir(cache.find_repo_dir(repo_id), hub_env.repos[repo_id].commits["1.0.0"], CPU_VARIANT)
     target = (kernel_dir / "_ops.py").resolve()
@@ -96,7 +87,7 @@ def test_tampered_byte_is_refused_and_named(hub_env, tmp_path) -> None:
 
 def test_extra_file_is_refused_and_named(hub_env, tmp_path) -> None:
     repo_id = unique_repo(hub_env, "extra")
-    project = make_project(tmp_path, f'"{repo_id}" = ">=1"')
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', locked=True)
     download_project(project)
     kernel_dir = cache.variant_dir(cache.find_repo_dir(repo_id), hub_env.repos[repo_id].commits["1.0.0"], CPU_VARIANT)
     (kernel_dir / "sitecustomize.py").write_text("print('owned')\n")
@@ -106,7 +97,7 @@ def test_extra_file_is_refused_and_named(hub_env, tmp_path) -> None:
 
 def test_offline_load_with_nothing_cached_fails_clearly(hub_env, tmp_path, monkeypatch) -> None:
     repo_id = unique_repo(hub_env, "offline")
-    project = make_project(tmp_path, f'"{repo_id}" = ">=1"')
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', locked=True)
     with pytest.raises(KernelNotCachedError, match=r"is not in the cache .*; run 'kernels download' for this project first"):
         load_kernel(repo_id, lockfile=project / "kernels.lock")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -118,8 +109,8 @@ def test_offline_load_with_nothing_cached_fails_clearly(hub_env, tmp_path, monke
 
 def test_two_versions_live_side_by_side(hub_env, tmp_path) -> None:
     repo_id = unique_repo(hub_env, "two-versions", Release("1.0.0"), Release("2.0.0"))
-    old = make_project(tmp_path, f'"{repo_id}" = "<2"', name="old")
-    new = make_project(tmp_path, f'"{repo_id}" = ">=2"', name="new")
+    old = write_project(tmp_path / "old", f'"{repo_id}" = "<2"', locked=True)
+    new = write_project(tmp_path / "new", f'"{repo_id}" = ">=2"', locked=True)
     first = get_locked_kernel(repo_id, lockfile=old / "kernels.lock")
     second = get_locked_kernel(repo_id, lockfile=new / "kernels.lock")
     assert (first.__version__, second.__version__) == ("1.0.0", "2.0.0")
@@ -131,7 +122,7 @@ def test_two_versions_live_side_by_side(hub_env, tmp_path) -> None:
 def test_failed_import_leaves_nothing_in_sys_modules(hub_env, tmp_path) -> None:
     broken = Release("1.0.0", extra_files=(("__init__.py", b"from . import layers\nraise RuntimeError('boom')\n"),))
     repo_id = unique_repo(hub_env, "broken", broken)
-    project = make_project(tmp_path, f'"{repo_id}" = ">=1"')
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', locked=True)
     with pytest.raises(KernelImportError, match="failed to import: RuntimeError: boom"):
         get_locked_kernel(repo_id, lockfile=project / "kernels.lock")
     assert not [m for m in sys.modules if "loader_broken" in m]

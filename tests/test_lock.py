@@ -16,19 +16,9 @@ from kernel_deps.hub import HubClient
 from kernel_deps.lockfile import Lockfile
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import KernelRepo, Release, git_blob_id
+from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
-
-
-def make_project(root: Path, deps: str, name: str = "app") -> Path:
-    project = root / name
-    project.mkdir(parents=True, exist_ok=True)
-    (project / "pyproject.toml").write_text(
-        f'[project]\nname = "{name}"\nversion = "0.1.0"\n\n'
-        "# Kernels this project loads at run time.\n"
-        f"[tool.kernels.dependencies]\n{deps}\n"
-    )
-    return project
 
 
 def run_cli(*args: str, cwd: Path | None = None, env_extra: dict | None = None) -> subprocess.CompletedProcess:
@@ -64,7 +54,7 @@ def entry(lock: Lockfile, repo_id: str):
     ],
 )
 def test_requirement_forms(hub_env, tmp_path, repo_id, value, release, version_name) -> None:
-    project = make_project(tmp_path, f'"{repo_id}" = {value}')
+    project = write_project(tmp_path / "app", f'"{repo_id}" = {value}')
     outcome = lock_project(project)
     locked = entry(outcome.lock, repo_id)
     assert locked.sha == hub_env.repos[repo_id].commits[release]
@@ -74,7 +64,7 @@ def test_requirement_forms(hub_env, tmp_path, repo_id, value, release, version_n
 
 def test_revision_as_full_commit(hub_env, tmp_path) -> None:
     commit = hub_env.repos["kernels-test/rotary"].commits["1.0.0"]
-    project = make_project(tmp_path, f'"kernels-test/rotary" = {{ revision = "{commit}" }}')
+    project = write_project(tmp_path / "app", f'"kernels-test/rotary" = {{ revision = "{commit}" }}')
     locked = entry(lock_project(project).lock, "kernels-test/rotary")
     assert locked.sha == commit
     assert locked.requirement == f"revision={commit}"
@@ -86,13 +76,13 @@ def test_major_without_branch_takes_newest_tag_of_that_major(hub_env, tmp_path) 
     )
     for branch in ("v1", "v2"):
         built.git("branch", "-D", branch)
-    project = make_project(tmp_path, '"kernels-test/lock-tags-only" = 1')
+    project = write_project(tmp_path / "app", '"kernels-test/lock-tags-only" = 1')
     locked = entry(lock_project(project).lock, "kernels-test/lock-tags-only")
     assert (locked.sha, locked.version) == (built.commits["1.4.0"], "v1.4.0")
 
 
 def test_transitive_dependency_is_locked_with_its_own_hashes(hub_env, tmp_path) -> None:
-    project = make_project(tmp_path, '"kernels-test/layer-norm" = ">=0.2"')
+    project = write_project(tmp_path / "app", '"kernels-test/layer-norm" = ">=0.2"')
     lock = lock_project(project).lock
     layer_norm = entry(lock, "kernels-test/layer-norm")
     activation = entry(lock, "kernels-test/activation")
@@ -124,7 +114,7 @@ def independent_variant_hash(files: dict, variant: str) -> str:
 
 
 def test_variant_hashes_match_an_independent_computation(hub_env, tmp_path) -> None:
-    project = make_project(tmp_path, '"kernels-test/activation" = "==2.0.0"')
+    project = write_project(tmp_path / "app", '"kernels-test/activation" = "==2.0.0"')
     locked = entry(lock_project(project).lock, "kernels-test/activation")
     files = hub_env.repos["kernels-test/activation"].files["2.0.0"]
     variants = {p.split("/")[1] for p in files}
@@ -136,7 +126,7 @@ def test_variant_hashes_match_an_independent_computation(hub_env, tmp_path) -> N
 
 
 def test_conflict_names_both_sides_and_writes_nothing(hub_env, tmp_path) -> None:
-    project = make_project(tmp_path, '"kernels-test/attention" = ">=1.4"\n"kernels-test/rotary" = "<2"')
+    project = write_project(tmp_path / "app", '"kernels-test/attention" = ">=1.4"\n"kernels-test/rotary" = "<2"')
     before = snapshot(project)
     result = run_cli("lock", str(project), env_extra={"HF_ENDPOINT": hub_env.url})
     assert result.returncode == 1
@@ -148,7 +138,7 @@ def test_conflict_names_both_sides_and_writes_nothing(hub_env, tmp_path) -> None
 
 
 def test_nothing_matches_lists_what_exists(hub_env, tmp_path) -> None:
-    project = make_project(tmp_path, '"kernels-test/rotary" = ">=5"')
+    project = write_project(tmp_path / "app", '"kernels-test/rotary" = ">=5"')
     with pytest.raises(ResolutionError, match=r"(?s)kernels-test/rotary >=5 \(from project\).*v2\.0\.0, v1\.1\.0, v1\.0\.0"):
         lock_project(project)
     assert not (project / "kernels.lock").exists()
@@ -156,7 +146,7 @@ def test_nothing_matches_lists_what_exists(hub_env, tmp_path) -> None:
 
 def test_check_passes_fresh_fails_stale_and_writes_nothing(hub_env, tmp_path) -> None:
     env = {"HF_ENDPOINT": hub_env.url}
-    project = make_project(tmp_path, '"kernels-test/rotary" = ">=1,<2"')
+    project = write_project(tmp_path / "app", '"kernels-test/rotary" = ">=1,<2"')
     missing = run_cli("lock", "--check", str(project), env_extra=env)
     assert missing.returncode == 1 and "kernels.lock is missing" in missing.stderr
     assert not (project / "kernels.lock").exists()
@@ -180,7 +170,7 @@ def test_relock_after_new_upstream_tag_changes_nothing_until_upgraded(hub_env, t
 
     spec = KernelRepo("kernels-test/lock-moving", (Release("1.0.0"),))
     built = hub_env.add_repo(spec)
-    project = make_project(tmp_path, '"kernels-test/lock-moving" = ">=1,<2"\n"kernels-test/rotary" = ">=1,<2"')
+    project = write_project(tmp_path / "app", '"kernels-test/lock-moving" = ">=1,<2"\n"kernels-test/rotary" = ">=1,<2"')
     first = lock_project(project)
     before = (project / "kernels.lock").read_bytes()
 
@@ -197,7 +187,7 @@ def test_relock_after_new_upstream_tag_changes_nothing_until_upgraded(hub_env, t
 
 
 def test_upgrade_releases_every_pin(hub_env, tmp_path) -> None:
-    project = make_project(tmp_path, '"kernels-test/rotary" = ">=1,<2"')
+    project = write_project(tmp_path / "app", '"kernels-test/rotary" = ">=1,<2"')
     old = hub_env.repos["kernels-test/rotary"].commits["1.0.0"]
     (project / "kernels.lock").write_text(
         json.dumps([{"repo_id": "kernels-test/rotary", "sha": old, "variants": {}, "dependencies": []}])
@@ -207,7 +197,7 @@ def test_upgrade_releases_every_pin(hub_env, tmp_path) -> None:
 
 
 def test_kernels_017_lock_is_read_as_prior_pins(hub_env, tmp_path) -> None:
-    project = make_project(tmp_path, '"kernels-test/rotary" = ">=1,<2"')
+    project = write_project(tmp_path / "app", '"kernels-test/rotary" = ">=1,<2"')
     old = hub_env.repos["kernels-test/rotary"].commits["1.0.0"]
     (project / "kernels.lock").write_text(
         json.dumps([{"dependency": {"repo-id": "kernels-test/rotary", "version": 1}, "lock": {"commit": old}}])
@@ -219,8 +209,8 @@ def test_kernels_017_lock_is_read_as_prior_pins(hub_env, tmp_path) -> None:
 
 def test_same_inputs_give_the_same_bytes(hub_env, tmp_path) -> None:
     deps = '"kernels-test/layer-norm" = ">=0.1"\n"kernels-test/flash" = 2'
-    one = make_project(tmp_path, deps, name="one")
-    two = make_project(tmp_path, deps, name="two")
+    one = write_project(tmp_path / "one", deps)
+    two = write_project(tmp_path / "two", deps)
     lock_project(one)
     lock_project(two, hub=HubClient())
     assert (one / "kernels.lock").read_bytes() == (two / "kernels.lock").read_bytes()
@@ -238,7 +228,7 @@ def test_same_inputs_give_the_same_bytes(hub_env, tmp_path) -> None:
     ],
 )
 def test_bad_input_is_one_line_exit_2_files_untouched(hub_env, tmp_path, deps, lock_text, message) -> None:
-    project = make_project(tmp_path, deps)
+    project = write_project(tmp_path / "app", deps)
     if lock_text is not None:
         (project / "kernels.lock").write_text(lock_text)
     before = snapshot(project)
@@ -250,7 +240,7 @@ def test_bad_input_is_one_line_exit_2_files_untouched(hub_env, tmp_path, deps, l
 
 
 def test_lock_json_summary(hub_env, tmp_path) -> None:
-    project = make_project(tmp_path, '"kernels-test/flash" = 1')
+    project = write_project(tmp_path / "app", '"kernels-test/flash" = 1')
     result = run_cli("lock", "--json", str(project), env_extra={"HF_ENDPOINT": hub_env.url})
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
@@ -262,8 +252,8 @@ def test_lock_json_summary(hub_env, tmp_path) -> None:
 
 def test_add_and_remove_keep_comments_and_relock(hub_env, tmp_path) -> None:
     env = {"HF_ENDPOINT": hub_env.url}
-    project = make_project(tmp_path, '"kernels-test/flash" = 1  # pinned major')
-    added = run_cli("add", "kernels-test/rotary", "--project", str(project), env_extra=env)
+    project = write_project(tmp_path / "app", '"kernels-test/flash" = 1  # pinned major')
+    added = run_cli("add", "kernels-test/rotary", str(project), env_extra=env)
     assert added.returncode == 0, added.stderr
     text = (project / "pyproject.toml").read_text()
     assert "# Kernels this project loads at run time." in text and "# pinned major" in text
@@ -271,7 +261,7 @@ def test_add_and_remove_keep_comments_and_relock(hub_env, tmp_path) -> None:
     lock = Lockfile.from_json((project / "kernels.lock").read_text())
     assert lock.repo_ids == ("kernels-test/flash", "kernels-test/rotary")
 
-    removed = run_cli("remove", "kernels-test/rotary", "--project", str(project), env_extra=env)
+    removed = run_cli("remove", "kernels-test/rotary", str(project), env_extra=env)
     assert removed.returncode == 0, removed.stderr
     assert "kernels-test/rotary" not in (project / "pyproject.toml").read_text()
     assert Lockfile.from_json((project / "kernels.lock").read_text()).repo_ids == ("kernels-test/flash",)
@@ -279,10 +269,41 @@ def test_add_and_remove_keep_comments_and_relock(hub_env, tmp_path) -> None:
 
 def test_failed_relock_on_add_leaves_both_files(hub_env, tmp_path) -> None:
     env = {"HF_ENDPOINT": hub_env.url}
-    project = make_project(tmp_path, '"kernels-test/rotary" = "<2"')
+    project = write_project(tmp_path / "app", '"kernels-test/rotary" = "<2"')
     assert run_cli("lock", str(project), env_extra=env).returncode == 0
     before = snapshot(project)
-    result = run_cli("add", "kernels-test/attention>=1.4", "--project", str(project), env_extra=env)
+    result = run_cli("add", "kernels-test/attention>=1.4", str(project), env_extra=env)
     assert result.returncode == 1
     assert "kernels-test/rotary <2 (from project)" in result.stderr
     assert snapshot(project) == before
+
+
+def test_add_and_remove_default_to_the_current_folder_and_accept_project(hub_env, tmp_path) -> None:
+    """PROJECT_DIR is positional, default '.'; the older --project spelling still works."""
+    env = {"HF_ENDPOINT": hub_env.url}
+    project = write_project(tmp_path / "app", '"kernels-test/flash" = 1')
+    added = run_cli("add", "kernels-test/rotary@v1.0.0", cwd=project, env_extra=env)
+    assert added.returncode == 0, added.stderr
+    assert '"kernels-test/rotary" = { revision = "v1.0.0" }' in (project / "pyproject.toml").read_text()
+    assert Lockfile.from_json((project / "kernels.lock").read_text()).repo_ids == ("kernels-test/flash", "kernels-test/rotary")
+
+    removed = run_cli("remove", "kernels-test/rotary", "--project", str(project), env_extra=env)
+    assert removed.returncode == 0, removed.stderr
+    assert "kernels-test/rotary" not in (project / "pyproject.toml").read_text()
+    added = run_cli("add", "kernels-test/rotary<2", "--project", str(project), env_extra=env)
+    assert added.returncode == 0, added.stderr
+    assert Lockfile.from_json((project / "kernels.lock").read_text()).get("kernels-test/rotary").version == "v1.1.0"
+
+
+@pytest.mark.parametrize("command", [["add", "kernels-test/rotary"], ["remove", "kernels-test/flash"]])
+def test_project_folder_given_twice_is_bad_input(hub_env, tmp_path, command) -> None:
+    project = write_project(tmp_path / "app", '"kernels-test/flash" = 1')
+    other = write_project(tmp_path / "other", '"kernels-test/flash" = 1')
+    before = snapshot(project), snapshot(other)
+    result = run_cli(*command, str(project), "--project", str(other), env_extra={"HF_ENDPOINT": hub_env.url})
+    assert result.returncode == 2
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        f"error: the project folder is given twice ({project} and --project {other}); give it once, as PROJECT_DIR"
+    )
+    assert (snapshot(project), snapshot(other)) == before

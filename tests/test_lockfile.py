@@ -489,11 +489,21 @@ def test_diff_of_requirement_becoming_transitive() -> None:
 # --- compatibility with the Hugging Face kernels library 0.16 ------------------------------
 
 KERNELS_016 = Path(sys.prefix) / "compat" / "kernels-0.16"
-needs_kernels_016 = pytest.mark.skipif(
-    not (KERNELS_016 / "kernels" / "lockfile.py").is_file(),
-    reason=f"kernels 0.16 is not installed in {KERNELS_016}; the Makefile's .venv recipe installs it "
-    "(delete .venv/.installed and run 'make test')",
-)
+
+
+@pytest.fixture
+def kernels_016() -> Path:
+    """Where kernels 0.16 is installed; fails (never skips) when it is not there."""
+    if not (KERNELS_016 / "kernels" / "lockfile.py").is_file():
+        pytest.fail(
+            f"kernels 0.16 is not installed in {KERNELS_016}: run 'make' (its .venv recipe installs it; "
+            "in an existing .venv, delete .venv/.installed first), then run the tests again",
+            pytrace=False,
+        )
+    return KERNELS_016
+
+
+needs_kernels_016 = pytest.mark.usefixtures("kernels_016")
 
 COMPAT_REPO = KernelRepo(
     "kernels-test/compat-hash",

@@ -20,19 +20,11 @@ from kernel_deps.spec import read_requirements
 from kernel_deps.variants import system_for_variant
 from kernel_deps.verify import CACHE_KINDS, HUB_KINDS, SYNC_KINDS, Problem, check_sync, verify_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release, git_blob_id
+from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
 ACTIVATION = "kernels-test/activation"
 ROTARY = "kernels-test/rotary"
-
-
-def make_project(root: Path, deps: str, name: str = "app") -> Path:
-    project = root / name
-    project.mkdir(parents=True, exist_ok=True)
-    (project / "pyproject.toml").write_text(
-        f'[project]\nname = "{name}"\nversion = "0.1.0"\n\n[tool.kernels.dependencies]\n{deps}\n'
-    )
-    return project
 
 
 def set_deps(project: Path, deps: str) -> None:
@@ -69,7 +61,7 @@ def cache_variant(hub_env, repo_id: str, variant: str, *, version: str | None = 
 
 def locked_project(hub_env, tmp_path: Path, deps: str, *, cached: tuple[str, ...] = ()) -> tuple[Path, Lockfile]:
     """A locked project; the named kernels' CPU variants placed in the cache."""
-    project = make_project(tmp_path, deps)
+    project = write_project(tmp_path / "app", deps)
     lock = lock_project(project).lock
     for repo_id in cached:
         cache_variant(hub_env, repo_id, CPU_VARIANT, commit=lock.get(repo_id).sha)
@@ -108,7 +100,7 @@ def test_empty_cache_is_fine_without_require_cached(hub_env, tmp_path) -> None:
 )
 def test_fresh_lock_is_in_sync_for_every_requirement_form(hub_env, tmp_path, value) -> None:
     deps = f'"{ACTIVATION}" = {value}\n"kernels-test/layer-norm" = ">=0.1"\n"kernels-test/flash" = 2'
-    project = make_project(tmp_path, deps)
+    project = write_project(tmp_path / "app", deps)
     assert check_sync(read_requirements(project), lock_project(project).lock) == []
 
 
@@ -116,13 +108,13 @@ def test_fresh_lock_is_in_sync_for_every_requirement_form(hub_env, tmp_path, val
     "value", ['">=1.3.0rc1,<2"', '{ revision = "v2" }', '{ revision = "main" }', '">=0.1"', '"2.0.0"', "2"]
 )
 def test_fresh_lock_is_in_sync_alone(hub_env, tmp_path, value) -> None:
-    project = make_project(tmp_path, f'"{ACTIVATION}" = {value}\n"kernels-test/legacy-gelu" = ">=0.1"')
+    project = write_project(tmp_path / "app", f'"{ACTIVATION}" = {value}\n"kernels-test/legacy-gelu" = ">=0.1"')
     assert check_sync(read_requirements(project), lock_project(project).lock) == []
 
 
 def test_commit_pin_is_in_sync(hub_env, tmp_path) -> None:
     commit = hub_env.repos[ROTARY].commits["1.0.0"]
-    project = make_project(tmp_path, f'"{ROTARY}" = {{ revision = "{commit}" }}')
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = {{ revision = "{commit}" }}')
     assert check_sync(read_requirements(project), lock_project(project).lock) == []
 
 
@@ -279,7 +271,7 @@ def test_unsatisfied_range_shows_both_sides(hub_env, tmp_path) -> None:
     ids=["not-json", "bad-sha", "no-lock", "bad-pyproject"],
 )
 def test_unreadable_input_is_one_line_exit_2(hub_env, tmp_path, lock_text, pyproject_deps, message) -> None:
-    project = make_project(tmp_path, pyproject_deps)
+    project = write_project(tmp_path / "app", pyproject_deps)
     if lock_text is not None:
         (project / "kernels.lock").write_text(lock_text)
     with pytest.raises((LockfileError, PyprojectError)):

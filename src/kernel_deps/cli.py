@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import click
 
 from kernel_deps import __version__
 from kernel_deps.errors import KernelDepsError, UsageError
-from kernel_deps.hub import HubClient
-from kernel_deps.settings import HUB_WORKERS
-from kernel_deps.versions import default_requirement, versions_from_refs
+from kernel_deps.settings import PYPROJECT_NAME
 
 _PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -40,38 +37,28 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def versions(repo_id: str, as_json: bool) -> None:
     """List the versions (tags vX.Y.Z and branches vN) a kernel repo offers, newest first."""
-    hub = HubClient()
-    listing = hub.list_refs(repo_id)
-    found = versions_from_refs(listing.refs)
-    commits = sorted({v.ref.commit for v in found})
-    with ThreadPoolExecutor(max_workers=HUB_WORKERS) as pool:
-        counts = dict(zip(commits, pool.map(lambda c: len(hub.list_variants(repo_id, c)), commits)))
+    from kernel_deps.listing import list_versions
 
+    listing = list_versions(repo_id)
     if as_json:
         payload = {
-            "repo_id": repo_id,
+            "repo_id": listing.repo_id,
             "repo_type": listing.repo_type,
             "versions": [
-                {
-                    "name": v.ref.name,
-                    "kind": v.ref.kind,
-                    "version": str(v.version),
-                    "commit": v.ref.commit,
-                    "variants": counts[v.ref.commit],
-                }
-                for v in found
+                {"name": v.ref, "kind": v.kind, "version": v.version, "commit": v.commit, "variants": v.variants}
+                for v in listing.versions
             ],
         }
         click.echo(json.dumps(payload, indent=2))
         return
 
-    legacy = " (legacy model repo)" if listing.repo_type != "kernel" else ""
-    if not found:
+    legacy = " (legacy model repo)" if listing.is_legacy else ""
+    if not listing.versions:
         click.echo(f"{repo_id}{legacy}: no versions (no vX.Y.Z tags or vN branches)")
         return
     click.echo(f"{repo_id}{legacy}")
     rows = [("VERSION", "KIND", "COMMIT", "VARIANTS")]
-    rows += [(v.ref.name, v.ref.kind, v.ref.commit[:12], str(counts[v.ref.commit])) for v in found]
+    rows += [(v.ref, v.kind, v.commit[:12], str(v.variants)) for v in listing.versions]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
@@ -134,25 +121,42 @@ def lock(
     _render_outcome(outcome, as_json=as_json, check=check)
 
 
+def _project_argument(positional: Path | None, option: Path | None) -> Path:
+    """The project folder of add/remove: PROJECT_DIR, or the older --project spelling."""
+    if positional is not None and option is not None:
+        raise UsageError(
+            f"the project folder is given twice ({positional} and --project {option}); "
+            "give it once, as PROJECT_DIR"
+        )
+    return positional or option or Path(".")
+
+
+# PROJECT_DIR is positional for every command; add and remove also still accept the
+# --project spelling they used to take, hidden from --help.
+_LEGACY_PROJECT = click.option("--project", "legacy_project", type=_PROJECT_DIR, hidden=True)
+
+
 @main.command()
 @click.argument("requirement", metavar="ORG/NAME[SPEC]")
-@click.option("--project", "project_dir", default=".", type=_PROJECT_DIR, help="The project directory.")
-def add(requirement: str, project_dir: Path) -> None:
-    """Add a kernel to [tool.kernels.dependencies] and relock.
+@click.argument("project_dir", required=False, type=_PROJECT_DIR)
+@_LEGACY_PROJECT
+def add(requirement: str, project_dir: Path | None, legacy_project: Path | None) -> None:
+    """Add a kernel to [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.
 
     SPEC is a PEP 440 range (kernels-community/activation>=1.2,<2) or @REVISION; without
     one, the newest release's major series is taken (>=X.Y.Z,<X+1).
     """
+    project_dir = _project_argument(project_dir, legacy_project)
+    from kernel_deps.hub import HubClient
+    from kernel_deps.listing import requirement_for_newest
     from kernel_deps.locking import edit_and_relock
     from kernel_deps.spec import add_requirement, parse_add_argument
 
     repo_id, value = parse_add_argument(requirement)
     hub = HubClient()
     if value is None:
-        value = default_requirement(versions_from_refs(hub.list_refs(repo_id).refs))
-        if value is None:
-            raise UsageError(f"{repo_id} has no versions (no vX.Y.Z tags or vN branches); add it as {repo_id}@REVISION")
-    source = str(project_dir / "pyproject.toml")
+        value = requirement_for_newest(repo_id, hub=hub)
+    source = str(project_dir / PYPROJECT_NAME)
     outcome = edit_and_relock(project_dir, lambda text: add_requirement(text, repo_id, value, source=source), hub=hub)
     click.echo(f"Added {repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
     _render_outcome(outcome, as_json=False, check=False)
@@ -160,13 +164,15 @@ def add(requirement: str, project_dir: Path) -> None:
 
 @main.command()
 @click.argument("repo_id", metavar="ORG/NAME")
-@click.option("--project", "project_dir", default=".", type=_PROJECT_DIR, help="The project directory.")
-def remove(repo_id: str, project_dir: Path) -> None:
-    """Remove a kernel from [tool.kernels.dependencies] and relock."""
+@click.argument("project_dir", required=False, type=_PROJECT_DIR)
+@_LEGACY_PROJECT
+def remove(repo_id: str, project_dir: Path | None, legacy_project: Path | None) -> None:
+    """Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock."""
+    project_dir = _project_argument(project_dir, legacy_project)
     from kernel_deps.locking import edit_and_relock
     from kernel_deps.spec import remove_requirement
 
-    source = str(project_dir / "pyproject.toml")
+    source = str(project_dir / PYPROJECT_NAME)
     outcome = edit_and_relock(project_dir, lambda text: remove_requirement(text, repo_id, source=source))
     click.echo(f"Removed {repo_id}")
     _render_outcome(outcome, as_json=False, check=False)

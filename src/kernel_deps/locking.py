@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -12,9 +12,9 @@ from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
 from kernel_deps.compat import parse_lock_for_use, read_prior_pins
 from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lock_text, write_lockfile
-from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
-from kernel_deps.spec import KernelRequirement, read_pyproject_text, read_requirements
+from kernel_deps.spec import KernelRequirement, read_pyproject_text, read_requirements, requirements_from_text
 from kernel_deps.sync import check_sync
 
 
@@ -161,20 +161,24 @@ def _spec(requirement: str | None) -> str:
 
 
 def edit_and_relock(project_dir: Path, edit: Callable[[str], str], *, hub: HubClient | None = None) -> LockOutcome:
-    """Apply ``edit`` to pyproject.toml and relock; on any failure restore pyproject.toml.
+    """Apply ``edit`` to pyproject.toml and relock, as one change.
 
-    kernels.lock is only replaced by the final atomic write of a successful lock, so a
-    failed relock leaves both files as they were.
+    The new requirements are resolved before anything is written; then pyproject.toml
+    and kernels.lock are replaced together (:func:`atomicfile.write_together`), so a
+    failure or a kill at any moment leaves both old or both new, never an edited
+    pyproject.toml beside an old lock. Links are written through, at their target.
     """
-    pyproject = Path(project_dir) / PYPROJECT_NAME
+    project_dir = Path(project_dir)
+    pyproject = project_dir / PYPROJECT_NAME
     original = read_pyproject_text(project_dir)
     updated = edit(original)
     if updated == original:
         return lock_project(project_dir, hub=hub)
-    atomicfile.write_text(pyproject, updated)
-    try:
-        return lock_project(project_dir, hub=hub)
-    except BaseException:
-        atomicfile.write_text(pyproject, original)
-        raise
+    requirements = requirements_from_text(updated, source=str(pyproject))
+    outcome = lock_project(project_dir, hub=hub, requirements=requirements, write=False)
+    files = {pyproject: updated}
+    if not outcome.up_to_date:
+        files[outcome.path] = outcome.lock.to_json()
+    atomicfile.write_together(files, journal=project_dir / EDIT_JOURNAL_NAME)
+    return replace(outcome, written=not outcome.up_to_date)
 

@@ -1,0 +1,73 @@
+"""The versions a kernel repo offers, as the Hub lists them (`kernels versions`, `kernels add`).
+
+:mod:`kernel_deps.versions` decides which refs are versions and how they sort; this module
+asks the Hub for the refs and, for each distinct commit they point at, how many build
+variants it holds. The variant listings run concurrently (``settings.HUB_WORKERS`` at
+once). Hub failures propagate as :mod:`kernel_deps.errors` types.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from kernel_deps.errors import UsageError
+from kernel_deps.hub import HubClient
+from kernel_deps.settings import HUB_WORKERS, KERNEL
+from kernel_deps.versions import KernelVersion, RefKind, default_requirement, versions_from_refs
+
+
+@dataclass(frozen=True, slots=True)
+class ListedVersion:
+    """One version of a repo: the ref naming it, the commit it points at, its variant count."""
+
+    ref: str
+    kind: RefKind
+    version: str
+    commit: str
+    variants: int
+
+
+@dataclass(frozen=True, slots=True)
+class VersionListing:
+    """The versions of one repo, newest first, and the repo type it was found as."""
+
+    repo_id: str
+    repo_type: str
+    versions: tuple[ListedVersion, ...]
+
+    @property
+    def is_legacy(self) -> bool:
+        """True when the kernel lives in a ``model`` repo rather than a ``kernel`` repo."""
+        return self.repo_type != KERNEL
+
+
+def list_versions(repo_id: str, *, hub: HubClient | None = None) -> VersionListing:
+    """Every version (``vX.Y.Z`` tag or ``vN`` branch) of ``repo_id``, newest first.
+
+    Lists the refs once, then the ``build/`` folder of each distinct commit once.
+    """
+    hub = hub or HubClient()
+    refs = hub.list_refs(repo_id)
+    found: list[KernelVersion] = versions_from_refs(refs.refs)
+    commits = sorted({v.ref.commit for v in found})
+    counts: dict[str, int] = {}
+    if commits:
+        with ThreadPoolExecutor(max_workers=min(HUB_WORKERS, len(commits))) as pool:
+            counts = dict(zip(commits, pool.map(lambda c: len(hub.list_variants(repo_id, c)), commits)))
+    listed = tuple(
+        ListedVersion(v.ref.name, v.ref.kind, str(v.version), v.ref.commit, counts[v.ref.commit]) for v in found
+    )
+    return VersionListing(repo_id, refs.repo_type, listed)
+
+
+def requirement_for_newest(repo_id: str, *, hub: HubClient | None = None) -> str | int:
+    """What ``kernels add ORG/NAME`` writes when no range is given (see ``default_requirement``).
+
+    UsageError when the repo has no versions: it can then only be added at a revision.
+    """
+    hub = hub or HubClient()
+    value = default_requirement(versions_from_refs(hub.list_refs(repo_id).refs))
+    if value is None:
+        raise UsageError(f"{repo_id} has no versions (no vX.Y.Z tags or vN branches); add it as {repo_id}@REVISION")
+    return value
