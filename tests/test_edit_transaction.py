@@ -23,7 +23,7 @@ from kernel_deps.settings import EDIT_JOURNAL_NAME
 from kernel_deps.spec import add_requirement, read_requirements
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
-ROTARY, FLASH = "kernels-test/rotary", "kernels-test/flash"
+ROTARY, ADDED = "kernels-test/rotary", "kernels-test/activation"
 
 
 def make_project(root: Path) -> Path:
@@ -43,7 +43,7 @@ def test_a_killed_add_leaves_both_files_old_or_both_new(hub_env, proxy, tmp_path
     project = make_project(tmp_path / "template")
     old = state(project)
     done = shutil.copytree(project, tmp_path / "reference")
-    assert subprocess.run([KERNELS, "add", f"{FLASH}>=1", str(done)], capture_output=True).returncode == 0
+    assert subprocess.run([KERNELS, "add", f"{ADDED}>=1,<2", str(done)], capture_output=True).returncode == 0
     new = state(done)
     assert new != old
 
@@ -52,7 +52,7 @@ def test_a_killed_add_leaves_both_files_old_or_both_new(hub_env, proxy, tmp_path
     outcomes = set()
     for i, delay in enumerate([0.2, 0.5, 0.9, 1.3, 1.8, 2.5, 3.5, 6.0]):
         trial = shutil.copytree(project, tmp_path / f"trial-{i}")
-        process = subprocess.Popen([KERNELS, "add", f"{FLASH}>=1", str(trial)], env=env,
+        process = subprocess.Popen([KERNELS, "add", f"{ADDED}>=1,<2", str(trial)], env=env,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         time.sleep(delay)
         os.killpg(process.pid, sig)
@@ -69,7 +69,7 @@ def test_a_change_committed_but_not_applied_is_finished_by_the_next_reader(hub_e
     """What a kill between the commit point and the file replacements leaves behind."""
     project = make_project(tmp_path)
     reference = shutil.copytree(project, tmp_path / "reference")
-    edit_and_relock(reference, lambda text: add_requirement(text, FLASH, ">=1", source="pyproject.toml"))
+    edit_and_relock(reference, lambda text: add_requirement(text, ADDED, ">=1,<2", source="pyproject.toml"))
     new = state(reference)
     # The journal names both files with their new texts; only the lock was replaced yet.
     journal = {"files": [{"path": str((project / name).absolute()), "text": text.decode()}
@@ -97,23 +97,23 @@ def test_add_and_remove_write_through_a_symlinked_pyproject(hub_env, tmp_path) -
     real = tmp_path / "shared-pyproject.toml"
     (project / "pyproject.toml").rename(real)
     (project / "pyproject.toml").symlink_to(real)
-    assert subprocess.run([KERNELS, "add", f"{FLASH}>=1", str(project)], capture_output=True).returncode == 0
+    assert subprocess.run([KERNELS, "add", f"{ADDED}>=1,<2", str(project)], capture_output=True).returncode == 0
     assert (project / "pyproject.toml").is_symlink()
-    assert FLASH in real.read_text()
-    assert {r.repo_id for r in read_requirements(project)} == {ROTARY, FLASH}
+    assert ADDED in real.read_text()
+    assert {r.repo_id for r in read_requirements(project)} == {ROTARY, ADDED}
     # A failed add (no such kernel) leaves the link and its target as they were.
     before = real.read_bytes()
     failed = subprocess.run([KERNELS, "add", "kernels-test/no-such-kernel>=1", str(project)], capture_output=True)
     assert failed.returncode == 1
     assert (project / "pyproject.toml").is_symlink() and real.read_bytes() == before
-    assert subprocess.run([KERNELS, "remove", FLASH, str(project)], capture_output=True).returncode == 0
-    assert (project / "pyproject.toml").is_symlink() and FLASH not in real.read_text()
+    assert subprocess.run([KERNELS, "remove", ADDED, str(project)], capture_output=True).returncode == 0
+    assert (project / "pyproject.toml").is_symlink() and ADDED not in real.read_text()
 
 
 def test_add_writes_through_a_hard_linked_pyproject(hub_env, tmp_path) -> None:
     project = make_project(tmp_path)
     other = tmp_path / "other-name.toml"
     os.link(project / "pyproject.toml", other)
-    assert subprocess.run([KERNELS, "add", f"{FLASH}>=1", str(project)], capture_output=True).returncode == 0
+    assert subprocess.run([KERNELS, "add", f"{ADDED}>=1,<2", str(project)], capture_output=True).returncode == 0
     assert os.stat(other).st_ino == os.stat(project / "pyproject.toml").st_ino
-    assert FLASH in other.read_text()
+    assert ADDED in other.read_text()
