@@ -18,20 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.locking import edit_and_relock, lock_project
+from kernel_deps.locking import edit_and_relock
 from kernel_deps.settings import EDIT_JOURNAL_NAME
 from kernel_deps.spec import add_requirement, read_requirements
+from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
 ROTARY, ADDED = "kernels-test/rotary", "kernels-test/activation"
 
 
 def make_project(root: Path) -> Path:
-    project = root / "app"
-    project.mkdir(parents=True)
-    (project / "pyproject.toml").write_text(f'[project]\nname = "app"\n\n[tool.kernels.dependencies]\n"{ROTARY}" = ">=1,<2"\n')
-    lock_project(project)
-    return project
+    return write_project(root / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
 
 
 def state(project: Path) -> tuple[bytes, bytes]:

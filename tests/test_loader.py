@@ -147,7 +147,7 @@ def test_caller_run_with_python_m_is_its_module_name(tmp_path) -> None:
 
 def test_a_kernel_with_dependencies_downloads_and_loads_on_a_cold_cache(hub_env, tmp_path) -> None:
     """Downloading one entry must not cut it out of its lock (its dependencies' entries)."""
-    project = make_project(tmp_path, '"kernels-test/layer-norm" = ">=0.1"')
+    project = write_project(tmp_path / "app", '"kernels-test/layer-norm" = ">=0.1"', locked=True)
     assert find_lock(project / "kernels.lock").lock.get("kernels-test/layer-norm").dependencies
     module = get_locked_kernel("kernels-test/layer-norm", lockfile=project / "kernels.lock")
     assert module.__version__ == "0.2.0" and module.VARIANT == CPU_VARIANT

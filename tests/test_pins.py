@@ -22,15 +22,13 @@ from kernel_deps.spec import parse_requirement
 from kernel_deps.sync import check_sync, entry_satisfies
 from kernel_deps.verify import verify_project
 from tests.fixtures.builder import KernelRepo, Release, commit_release, update_major_branches
+from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
 
 
 def make_project(root: Path, deps: str) -> Path:
-    project = root / "app"
-    project.mkdir(parents=True, exist_ok=True)
-    (project / "pyproject.toml").write_text(f"[tool.kernels.dependencies]\n{deps}\n")
-    return project
+    return write_project(root / "app", deps)
 
 
 def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -89,7 +87,7 @@ def test_a_requirement_narrowed_past_the_pin_moves_it(hub_env, tmp_path) -> None
     project = make_project(tmp_path, f'"{repo_id}" = ">=1,<2"')
     assert lock_project(project).lock.get(repo_id).sha == built.commits["1.1.0"]
 
-    (project / "pyproject.toml").write_text(f'[tool.kernels.dependencies]\n"{repo_id}" = "<1.1"\n')
+    write_project(project, f'"{repo_id}" = "<1.1"')
     check = run_cli("lock", "--check", str(project))
     assert check.returncode == 1 and f"~ {repo_id} v1.1.0" in check.stderr and "v1.0.0" in check.stderr
     outcome = lock_project(project)
@@ -249,7 +247,8 @@ def test_a_kernels_016_lock_is_downloaded_verified_and_loaded_as_it_is(hub_env, 
     from kernel_deps import load_kernel
     from kernel_deps.download import download_project
 
-    repo_id = "kernels-test/rotary"
+    repo_id = "kernels-test/pin-from-kernels-016"  # its own repo: modules stay loaded per process
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"), Release("1.1.0"))))
     project = make_project(tmp_path, f'"{repo_id}" = 1')
     written = lock_with_kernels_016(project)
     assert b'"dependencies"' not in written and b'"version"' not in written  # their layout, not ours
