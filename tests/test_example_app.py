@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from kernel_deps.lockfile import read_lockfile
-from kernel_deps.variants import detect_system, select_variant
+from kernel_deps.system import detect_system
+from kernel_deps.variants import select_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = str(Path(sys.executable).with_name("kernels"))
