@@ -222,15 +222,20 @@ def _verified_variant(kernel: LockedKernel, variant: str, *, allow_download: boo
             "run 'kernels download' for this project first"
         )
     if not check.ok:
-        details = "; ".join(
-            f"{p.path} {p.kind}" + (f" (expected {p.expected}, got {p.got})" if p.expected and p.got else "")
-            for p in check.problems
-        )
+        details = "; ".join(_describe(p) for p in check.problems)
         raise KernelIntegrityError(
             f"refusing to load {kernel.repo_id} {variant}: the cached files differ from kernels.lock: {details}; "
             "run 'kernels download' to repair the cache"
         )
     return check.path
+
+
+def _describe(problem: cache.FileProblem) -> str:
+    if problem.kind == "outside-cache":
+        return f"{problem.path} links outside the cache (to {problem.got})"
+    if problem.expected and problem.got:
+        return f"{problem.path} {problem.kind} (expected {problem.expected}, got {problem.got})"
+    return f"{problem.path} {problem.kind}"
 
 
 def module_name_for(repo_id: str, commit: str) -> str:
