@@ -3,13 +3,16 @@ changed after the check, no link out of the cache, and one module name per repo 
 
 from __future__ import annotations
 
+import os
+import py_compile
+import sys
 from pathlib import Path
 
 import pytest
 
 from kernel_deps import cache, load_kernel
 from kernel_deps.download import download_project
-from kernel_deps.errors import KernelIntegrityError
+from kernel_deps.errors import KernelCacheReadError, KernelIntegrityError
 from kernel_deps.locking import lock_project
 from kernel_deps.verify import verify_project
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
@@ -50,6 +53,111 @@ def downloaded(hub_env, tmp_path: Path, name: str):
     download_project(project)
     folder = cache.variant_dir(cache.find_repo_dir(repo_id), built.commits["1.0.0"], CPU_VARIANT)
     return folder, project
+
+
+def plant_pyc(target: Path, source: str, tmp_path: Path) -> None:
+    """Compiled bytecode of ``source`` at ``target``, with no source file beside it."""
+    source_file = tmp_path / "planted_source.py"
+    source_file.write_text(source)
+    py_compile.compile(str(source_file), cfile=str(target), doraise=True)
+
+
+def marker_code(marker: Path) -> str:
+    return f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\nPLANTED = True\n"
+
+
+# -- 1. only files the lock covers ---------------------------------------------------------
+
+
+def test_a_planted_pyc_for_an_optional_module_never_runs(hub_env, tmp_path) -> None:
+    folder, project = downloaded(hub_env, tmp_path, "optional-pyc")
+    marker = tmp_path / "ran"
+    plant_pyc(folder / "_optional.pyc", marker_code(marker), tmp_path)
+    assert verify_project(project).ok  # bytecode is outside the lock hash, as in the HF algorithm
+    module = load_kernel("kernels-test/verified-optional-pyc", lockfile=project / "kernels.lock")
+    assert module._optional is None
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "planted",
+    ["layers/helpers.pyc", "layers/helpers.py", "layers/helpers.abi3.so", "layers/helpers/__init__.py",
+     "layers/__pycache__/helpers.cpython-311.pyc"],
+)  # fmt: skip
+def test_a_file_outside_the_verified_set_is_never_imported(hub_env, tmp_path, planted) -> None:
+    folder, project = downloaded(hub_env, tmp_path, "planted")
+    module = load_kernel("kernels-test/verified-planted", lockfile=project / "kernels.lock")
+    marker = tmp_path / "ran"
+    target = folder / planted
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if planted.endswith(".pyc"):
+        plant_pyc(target, marker_code(marker), tmp_path)
+    elif planted.endswith(".so"):
+        target.write_bytes(b"\x7fELF not really")
+    else:
+        target.write_text(marker_code(marker))
+    with pytest.raises(ModuleNotFoundError) as info:
+        module.late("layers.helpers")
+    assert str(info.value) == (
+        f"No module named '{module.__name__}.layers.helpers': kernels-test/verified-planted {CPU_VARIANT} "
+        "has no such file covered by kernels.lock"
+    )
+    assert not marker.exists()
+    assert module.late("layers.lazy_ok").VALUE == 2
+
+
+# -- 2. the bytes that were hashed are the bytes that run ------------------------------------
+
+
+def test_a_source_changed_after_the_check_is_refused_at_its_lazy_import(hub_env, tmp_path) -> None:
+    folder, project = downloaded(hub_env, tmp_path, "toctou")
+    module = load_kernel("kernels-test/verified-toctou", lockfile=project / "kernels.lock")
+    marker = tmp_path / "ran"
+    (folder / "layers" / "lazy.py").resolve().write_text(marker_code(marker))  # the blob itself
+    with pytest.raises(KernelIntegrityError, match=(
+        rf"^refusing to import layers/lazy\.py of kernels-test/verified-toctou {CPU_VARIANT}: it changed after it "
+        r"was verified \(expected [0-9a-f]{40}, got [0-9a-f]{40}\); run 'kernels download' to repair the cache$"
+    )):  # fmt: skip
+        module.late("layers.lazy")
+    assert not marker.exists()
+    assert f"{module.__name__}.layers.lazy" not in sys.modules
+    assert module.late("layers.lazy_ok").VALUE == 2
+
+
+def test_a_shared_object_changed_after_the_check_is_refused_before_dlopen(hub_env, tmp_path) -> None:
+    folder, project = downloaded(hub_env, tmp_path, "toctou-so")
+    module = load_kernel("kernels-test/verified-toctou-so", lockfile=project / "kernels.lock")
+    library = folder / f"{module.OPS_NAMESPACE}.abi3.so"
+    blob = library.resolve()
+    blob.write_bytes(blob.read_bytes()[:-1] + b"!")
+    with pytest.raises(KernelIntegrityError, match=rf"refusing to import {module.OPS_NAMESPACE}\.abi3\.so of .*: it changed after it was verified \(expected [0-9a-f]{{64}}"):
+        module.late(module.OPS_NAMESPACE)
+
+
+def test_a_folder_where_a_verified_file_was_is_one_clear_line(hub_env, tmp_path) -> None:
+    folder, project = downloaded(hub_env, tmp_path, "gone")
+    module = load_kernel("kernels-test/verified-gone", lockfile=project / "kernels.lock")
+    lazy = folder / "layers" / "lazy.py"
+    lazy.unlink()
+    lazy.mkdir()
+    with pytest.raises(KernelCacheReadError) as info:
+        module.late("layers.lazy")
+    assert str(info.value) == (
+        f"kernels-test/verified-gone {CPU_VARIANT}: cannot read {lazy} (Is a directory); "
+        "check the cache's permissions, or run 'kernels download' to repair it"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode, and no other user can run this venv's Python (it lives under /root)")
+def test_an_unreadable_blob_is_one_clear_line(hub_env, tmp_path) -> None:
+    folder, project = downloaded(hub_env, tmp_path, "unreadable")
+    blob = (folder / "_ops.py").resolve()
+    blob.chmod(0)
+    try:
+        with pytest.raises(KernelCacheReadError, match=rf"kernels-test/verified-unreadable {CPU_VARIANT}: cannot read {blob} \(Permission denied\); check"):
+            load_kernel("kernels-test/verified-unreadable", lockfile=project / "kernels.lock")
+    finally:
+        blob.chmod(0o644)
 
 
 # -- 4. links out of the cache --------------------------------------------------------------
