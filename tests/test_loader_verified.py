@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import py_compile
+import shutil
 import sys
 from pathlib import Path
 
@@ -158,6 +159,31 @@ def test_an_unreadable_blob_is_one_clear_line(hub_env, tmp_path) -> None:
             load_kernel("kernels-test/verified-unreadable", lockfile=project / "kernels.lock")
     finally:
         blob.chmod(0o644)
+
+
+# -- 3. one module name per repo id ---------------------------------------------------------
+
+
+def test_two_repo_ids_at_one_commit_get_their_own_modules(hub_env, tmp_path) -> None:
+    # A fork keeps the commits: kernels-test/verified-fork and kernels-test/verified_fork
+    # are one commit under two names whose readable slugs are the same.
+    built = hub_env.add_repo(KernelRepo("kernels-test/verified-fork", (Release("1.0.0", variants=(CPU_VARIANT,)),)))
+    shutil.copytree(built.path, built.path.with_name("verified_fork"), symlinks=True)
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[tool.kernels.dependencies]\n"kernels-test/verified-fork" = ">=1"\n"kernels-test/verified_fork" = ">=1"\n'
+    )
+    lock = lock_project(project).lock
+    assert lock.get("kernels-test/verified-fork").sha == lock.get("kernels-test/verified_fork").sha
+    download_project(project)
+    first = load_kernel("kernels-test/verified-fork", lockfile=project / "kernels.lock")
+    first_layers = first.layers
+    second = load_kernel("kernels-test/verified_fork", lockfile=project / "kernels.lock")
+    assert first.__name__ != second.__name__
+    assert sys.modules[first.__name__] is first and sys.modules[second.__name__] is second
+    assert sys.modules[f"{first.__name__}.layers"] is first_layers is first.layers
+    assert first.__kernel_origin__.path != second.__kernel_origin__.path
 
 
 # -- 4. links out of the cache --------------------------------------------------------------

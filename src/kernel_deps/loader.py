@@ -15,6 +15,7 @@ working directory.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata
 import os
@@ -252,9 +253,14 @@ def _describe(problem: cache.FileProblem) -> str:
 
 
 def module_name_for(repo_id: str, commit: str) -> str:
-    """The private module name a kernel is imported under, unique to repo and commit."""
+    """The private module name a kernel is imported under, unique to repo and commit.
+
+    The readable part folds characters together (``acme-kernels`` and ``acme_kernels``
+    give the same); the hash of the exact repo id after it keeps the names apart.
+    """
     slug = re.sub(r"[^0-9A-Za-z_]", "_", repo_id.replace("/", "__"))
-    return f"{ROOT_PACKAGE}.{slug}_{commit[:12]}"
+    tag = hashlib.sha256(repo_id.encode("utf-8")).hexdigest()[:8]
+    return f"{ROOT_PACKAGE}.{slug}_{tag}_{commit[:12]}"
 
 
 def _import_variant(kernel: LockedKernel, variant: str, check: cache.VariantCheck) -> ModuleType:
