@@ -20,7 +20,8 @@ import json
 import os
 import secrets
 import shutil
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
 
@@ -83,7 +84,7 @@ def hash_kind(content_hash: str) -> Literal["sha256", "sha1"]:
 
 # -- verification ---------------------------------------------------------------------
 
-ProblemKind = Literal["modified", "missing", "extra", "not-a-file", "hash-mismatch"]
+ProblemKind = Literal["modified", "missing", "extra", "not-a-file", "outside-cache", "hash-mismatch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,9 @@ class VariantCheck:
     expected_hash: str
     actual_hash: str | None
     problems: tuple[FileProblem, ...]
+    # Every hashed file as found (relative path -> content hash): when ``ok``, exactly
+    # the locked files; the loader imports from this set only.
+    files: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -142,6 +146,11 @@ def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *
         return VariantCheck(repo_id, commit, variant, where, False, expected_hash, None, ())
 
     expected_files = _read_manifest(repo, commit, variant, expected_hash)
+    # A file's real location must be a blob of this repo, or the variant folder itself
+    # (tools that copy instead of linking): a link elsewhere is refused even when the
+    # bytes it reaches are right, since whoever controls the target controls them later.
+    real_repo = Path(os.path.realpath(repo))
+    inside = (real_repo / "blobs", real_repo / "snapshots" / commit / BUILD_DIR / variant)
     actual: dict[str, str] = {}
     problems: list[FileProblem] = []
     for rel, path in _walk_files(folder):
@@ -149,6 +158,10 @@ def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *
             continue
         if not path.is_file():
             problems.append(FileProblem("not-a-file", rel))
+            continue
+        real = Path(os.path.realpath(path))
+        if not any(real.is_relative_to(place) for place in inside):
+            problems.append(FileProblem("outside-cache", rel, None, str(real)))
             continue
         # The blob a symlink points at is named by its content hash; a plain file (placed
         # by a tool that does not use symlinks) is hashed as the manifest says, else SHA-1.
@@ -159,12 +172,15 @@ def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *
         if wanted and actual[rel] != wanted:
             problems.append(FileProblem("modified", rel, wanted, actual[rel]))
     if expected_files is not None:
-        problems += [FileProblem("missing", rel, digest, None) for rel, digest in expected_files.items() if rel not in actual]
+        elsewhere = {p.path for p in problems if p.kind == "outside-cache"}
+        problems += [FileProblem("missing", rel, digest, None) for rel, digest in expected_files.items()
+                     if rel not in actual and rel not in elsewhere]  # fmt: skip
         problems += [FileProblem("extra", rel, None, digest) for rel, digest in actual.items() if rel not in expected_files]
     actual_hash = variant_hash(actual.items())
     if actual_hash != expected_hash and not problems:
         problems.append(FileProblem("hash-mismatch", ".", expected_hash, actual_hash))
-    return VariantCheck(repo_id, commit, variant, folder, True, expected_hash, actual_hash, tuple(sorted(problems, key=lambda p: p.path)))
+    problems.sort(key=lambda p: p.path)
+    return VariantCheck(repo_id, commit, variant, folder, True, expected_hash, actual_hash, tuple(problems), actual)
 
 
 # -- placement ------------------------------------------------------------------------

@@ -118,5 +118,9 @@ class KernelIntegrityError(KernelDepsError):
     """The cached variant's files differ from what the lock pins."""
 
 
+class KernelCacheReadError(KernelDepsError):
+    """A cached kernel file could not be read (permissions, a folder where a file belongs)."""
+
+
 class KernelImportError(KernelDepsError):
     """The verified variant failed to import."""

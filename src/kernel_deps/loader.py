@@ -3,8 +3,9 @@
 ``load_kernel`` and ``get_locked_kernel`` find the project's lock, refuse any repo it
 does not list, choose this machine's variant, check every file of that variant against
 the locked hash, and import it under a module name unique to repo and commit, so two
-kernels (or two versions of one) live side by side in one process. Imports from a
-verified variant never read or write ``__pycache__``: bytecode is not covered by the lock.
+kernels (or two versions of one) live side by side in one process. The import itself
+(``verified_import``) uses only the files the check covered, and only the bytes it hashed:
+no bytecode, no file added later, no file changed later.
 
 Finding the lock, in order: the ``lockfile=`` argument; ``KERNELS_LOCKFILE``; the
 ``kernels.lock`` embedded in the installed distribution of the package that called the
@@ -14,9 +15,9 @@ working directory.
 
 from __future__ import annotations
 
-import importlib.machinery
+import hashlib
+import importlib
 import importlib.metadata
-import importlib.util
 import os
 import re
 import sys
@@ -26,8 +27,9 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
-from kernel_deps import cache
+from kernel_deps import cache, verified_import
 from kernel_deps.errors import (
+    KernelCacheReadError,
     KernelDepsError,
     KernelImportError,
     KernelIntegrityError,
@@ -40,6 +42,7 @@ from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
 from kernel_deps.system import detect_system
 from kernel_deps.variants import select_variant
+from kernel_deps.verified_import import ROOT_PACKAGE, VerifiedFinder, VerifiedTree, package_of
 
 _OWN_PACKAGE = __name__.split(".")[0]
 
@@ -203,129 +206,91 @@ def _load(repo_id: str, source: LockSource, *, allow_download: bool) -> ModuleTy
         module = _loaded.get(key)
         if module is not None:
             return module
-        folder = _verified_variant(source.lock, kernel, variant, allow_download=allow_download)
-        module = _import_variant(kernel, variant, folder)
-        module.__kernel_origin__ = KernelOrigin(repo_id, kernel.sha, variant, folder, source.origin, source.path)
+        check = _verified_variant(source.lock, kernel, variant, allow_download=allow_download)
+        module = _import_variant(kernel, variant, check)
+        module.__kernel_origin__ = KernelOrigin(repo_id, kernel.sha, variant, check.path, source.origin, source.path)
         _loaded[key] = module
         return module
 
 
-def _verified_variant(lock: Lockfile, kernel: LockedKernel, variant: str, *, allow_download: bool) -> Path:
+def _verified_variant(lock: Lockfile, kernel: LockedKernel, variant: str, *, allow_download: bool) -> cache.VariantCheck:
     expected = kernel.variants[variant].hash
-    check = cache.check_variant(kernel.repo_id, kernel.sha, variant, expected)
+    check = _check(kernel, variant, expected)
     if not check.present and allow_download:
         from kernel_deps.download import download_lock
 
         if not is_offline():
             # The whole lock, so the entry keeps its dependencies' entries; only this variant.
             download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [])
-            check = cache.check_variant(kernel.repo_id, kernel.sha, variant, expected)
+            check = _check(kernel, variant, expected)
     if not check.present:
         raise KernelNotCachedError(
             f"{kernel.repo_id} {variant} at {kernel.sha[:12]} is not in the cache ({cache.cache_root()}); "
             "run 'kernels download' for this project first"
         )
     if not check.ok:
-        details = "; ".join(
-            f"{p.path} {p.kind}" + (f" (expected {p.expected}, got {p.got})" if p.expected and p.got else "")
-            for p in check.problems
-        )
+        details = "; ".join(_describe(p) for p in check.problems)
         raise KernelIntegrityError(
             f"refusing to load {kernel.repo_id} {variant}: the cached files differ from kernels.lock: {details}; "
             "run 'kernels download' to repair the cache"
         )
-    return check.path
+    return check
+
+
+def _check(kernel: LockedKernel, variant: str, expected: str) -> cache.VariantCheck:
+    try:
+        return cache.check_variant(kernel.repo_id, kernel.sha, variant, expected)
+    except OSError as exc:
+        where = exc.filename or cache.cache_root()
+        raise KernelCacheReadError(
+            f"{kernel.repo_id} {variant}: cannot read {where} ({exc.strerror or exc}); "
+            "check the cache's permissions, or run 'kernels download' to repair it"
+        ) from None
+
+
+def _describe(problem: cache.FileProblem) -> str:
+    if problem.kind == "outside-cache":
+        return f"{problem.path} links outside the cache (to {problem.got})"
+    if problem.expected and problem.got:
+        return f"{problem.path} {problem.kind} (expected {problem.expected}, got {problem.got})"
+    return f"{problem.path} {problem.kind}"
 
 
 def module_name_for(repo_id: str, commit: str) -> str:
-    """The private module name a kernel is imported under, unique to repo and commit."""
+    """The private module name a kernel is imported under, unique to repo and commit.
+
+    The readable part folds characters together (``acme-kernels`` and ``acme_kernels``
+    give the same); the hash of the exact repo id after it keeps the names apart.
+    """
     slug = re.sub(r"[^0-9A-Za-z_]", "_", repo_id.replace("/", "__"))
-    return f"_kernel_deps_loaded.{slug}_{commit[:12]}"
+    tag = hashlib.sha256(repo_id.encode("utf-8")).hexdigest()[:8]
+    return f"{ROOT_PACKAGE}.{slug}_{tag}_{commit[:12]}"
 
 
-def _import_variant(kernel: LockedKernel, variant: str, folder: Path) -> ModuleType:
-    package_dir = _package_dir(kernel, variant, folder)
+def _import_variant(kernel: LockedKernel, variant: str, check: cache.VariantCheck) -> ModuleType:
+    label = f"{kernel.repo_id} {variant}"
+    package = package_of(check.files)
+    if package is None:
+        raise KernelImportError(f"{label}: no Python package in {check.path}")
     name = module_name_for(kernel.repo_id, kernel.sha)
-    _ensure_namespace_root()
-    _VerifiedFinder.roots[name] = package_dir
-    spec = _VerifiedFinder.find_spec(name, None)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    other = VerifiedFinder.roots.get(name)
+    if other is not None and other.label != label:
+        raise KernelImportError(
+            f"{label}: cannot load it beside {other.label}, already imported as {name} in this process; "
+            "load one variant of a kernel commit per process"
+        )
+    verified_import.install()
+    VerifiedFinder.roots[name] = VerifiedTree(label, check.path, package, dict(check.files))
     try:
-        spec.loader.exec_module(module)
+        module = importlib.import_module(name)
     except BaseException as exc:
         for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
             del sys.modules[loaded]
-        _VerifiedFinder.roots.pop(name, None)
-        if isinstance(exc, Exception):
-            raise KernelImportError(f"{kernel.repo_id} {variant} failed to import: {type(exc).__name__}: {exc}") from exc
-        raise
+        VerifiedFinder.roots.pop(name, None)
+        if isinstance(exc, KernelDepsError) or not isinstance(exc, Exception):
+            raise
+        raise KernelImportError(f"{label} failed to import: {type(exc).__name__}: {exc}") from exc
     return module
-
-
-def _package_dir(kernel: LockedKernel, variant: str, folder: Path) -> Path:
-    """The variant folder itself, or (older layout) its single package subfolder."""
-    if (folder / "__init__.py").is_file():
-        return folder
-    packages = [p for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").is_file()]
-    if len(packages) == 1:
-        return packages[0]
-    raise KernelImportError(f"{kernel.repo_id} {variant}: no Python package in {folder}")
-
-
-def _ensure_namespace_root() -> None:
-    if "_kernel_deps_loaded" not in sys.modules:
-        root = ModuleType("_kernel_deps_loaded")
-        root.__path__ = []  # a package with no files: its children come from _VerifiedFinder
-        sys.modules["_kernel_deps_loaded"] = root
-    if _VerifiedFinder not in sys.meta_path:
-        sys.meta_path.insert(0, _VerifiedFinder)
-
-
-class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
-    """Compiles from the verified source every time: no bytecode read or written."""
-
-    def path_stats(self, path: str):  # noqa: D401 - importlib protocol
-        raise OSError("kernel-deps does not use bytecode for verified kernels")
-
-
-class _VerifiedFinder:
-    """Finds modules of loaded kernels only inside their verified variant folders."""
-
-    roots: dict[str, Path] = {}
-
-    @classmethod
-    def find_spec(cls, fullname: str, path, target=None):
-        root_name = next((r for r in cls.roots if fullname == r or fullname.startswith(r + ".")), None)
-        if root_name is None:
-            return None
-        base = cls.roots[root_name]
-        parts = fullname[len(root_name):].lstrip(".").split(".") if fullname != root_name else []
-        folder = base.joinpath(*parts[:-1]) if parts else base
-        if not parts:
-            return importlib.util.spec_from_file_location(
-                fullname, base / "__init__.py", loader=_SourceOnlyLoader(fullname, str(base / "__init__.py")),
-                submodule_search_locations=[str(base)],
-            )
-        leaf = parts[-1]
-        package_init = folder / leaf / "__init__.py"
-        if package_init.is_file():
-            return importlib.util.spec_from_file_location(
-                fullname, package_init, loader=_SourceOnlyLoader(fullname, str(package_init)),
-                submodule_search_locations=[str(folder / leaf)],
-            )
-        module_file = folder / f"{leaf}.py"
-        if module_file.is_file():
-            return importlib.util.spec_from_file_location(
-                fullname, module_file, loader=_SourceOnlyLoader(fullname, str(module_file))
-            )
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            extension = folder / f"{leaf}{suffix}"
-            if extension.is_file():
-                return importlib.util.spec_from_file_location(
-                    fullname, extension, loader=importlib.machinery.ExtensionFileLoader(fullname, str(extension))
-                )
-        return None
 
 
 def loaded_kernels() -> dict[tuple[str, str, str], ModuleType]:
@@ -334,6 +299,7 @@ def loaded_kernels() -> dict[tuple[str, str, str], ModuleType]:
 
 
 __all__ = [
+    "KernelCacheReadError",
     "KernelImportError",
     "KernelIntegrityError",
     "KernelNotCachedError",

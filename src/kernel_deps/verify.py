@@ -34,6 +34,7 @@ _FILE_MESSAGES = {
     "missing": "{path} is missing",
     "extra": "{path} was added; it is not part of the locked variant",
     "not-a-file": "{path} is not a regular file (a broken link or a link to a folder)",
+    "outside-cache": "{path} links outside the cache (to {got}); the loader refuses it, run 'kernels download' to replace it",
     "hash-mismatch": "the cached files hash to a different value than kernels.lock records",
 }
 SYNC_KINDS = frozenset({"not-locked", "unsatisfied", "requirement-changed", "removed", "orphan"})
@@ -122,7 +123,7 @@ def check_cache(lock: Lockfile, *, cache_root: Path | None = None) -> tuple[list
                 continue
             checked.append(result)
             for found in result.problems:
-                message = f"{where}: " + _FILE_MESSAGES[found.kind].format(path=found.path)
+                message = f"{where}: " + _FILE_MESSAGES[found.kind].format(path=found.path, got=found.got)
                 path = None if found.kind == "hash-mismatch" else found.path
                 problems.append(Problem(found.kind, kernel.repo_id, name, path, message, found.expected, found.got))
         problems += _unlocked_variants(kernel, cache_root)
