@@ -143,3 +143,14 @@ def test_caller_run_with_python_m_is_its_module_name(tmp_path) -> None:
     (tmp_path / "pkgx" / "tool.py").write_text("from kernel_deps.loader import calling_module\nprint(calling_module())\n")
     result = subprocess.run([sys.executable, "-m", "pkgx.tool"], cwd=tmp_path, capture_output=True, text=True)
     assert result.stdout.strip() == "pkgx.tool", result.stderr
+
+
+def test_a_kernel_with_dependencies_downloads_and_loads_on_a_cold_cache(hub_env, tmp_path) -> None:
+    """Downloading one entry must not cut it out of its lock (its dependencies' entries)."""
+    project = write_project(tmp_path / "app", '"kernels-test/layer-norm" = ">=0.1"', locked=True)
+    assert find_lock(project / "kernels.lock").lock.get("kernels-test/layer-norm").dependencies
+    module = get_locked_kernel("kernels-test/layer-norm", lockfile=project / "kernels.lock")
+    assert module.__version__ == "0.2.0" and module.VARIANT == CPU_VARIANT
+    # Only the asked-for kernel was fetched: its dependency is loaded on its own request.
+    assert cache.find_repo_dir("kernels-test/activation") is None
+    assert get_kernel("kernels-test/layer-norm", version=">=0.1").__version__ == "0.2.0"

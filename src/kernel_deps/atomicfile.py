@@ -6,26 +6,36 @@ target's permission bits and renamed over it, so a reader sees the old file or t
 one and never a mix; a failure leaves the old file and no temporary file behind. An
 ``OSError`` becomes one :class:`FileWriteError` naming the file and what to check.
 
+Several files replaced as one change (``kernels add`` writes pyproject.toml and the lock)
+go through :func:`write_together`: the new texts are first recorded in a journal file,
+written atomically, which is the commit point; then each file is replaced and the journal
+removed. A kill before the commit point changes nothing; after it, the next reader calls
+:func:`finish_pending`, which applies the journal again (each step can be repeated). A
+file reached through a symbolic link is written at its target; a file with other hard
+links is rewritten in place so that every link sees the change.
+
 This module imports only the standard library and ``errors``: the cache and the build
 hooks may use it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
 from kernel_deps.errors import FileWriteError
 
-__all__ = ["write_text", "write_text_if_changed"]
+__all__ = ["finish_pending", "write_text", "write_text_if_changed", "write_together"]
 
 
 def write_text(path: Path, text: str) -> None:
     """Replace ``path`` with UTF-8 ``text`` atomically; FileWriteError when it cannot be written."""
     try:
-        _replace(Path(path), text.encode("utf-8"))
+        _replace(Path(os.path.realpath(path)), text.encode("utf-8"))  # through a symlink, at its target
     except OSError as exc:
         reason = exc.strerror or exc
         raise FileWriteError(f"{path}: cannot write ({reason}); check the folder's permissions and free space") from None
@@ -40,6 +50,72 @@ def write_text_if_changed(path: Path, text: str) -> bool:
         pass  # absent or unreadable: the write says what is wrong, if anything
     write_text(path, text)
     return True
+
+
+def write_together(files: Mapping[Path, str], *, journal: Path) -> None:
+    """Replace every file of ``files`` (path -> UTF-8 text) as one change; FileWriteError."""
+    record = {"files": [{"path": str(Path(path).absolute()), "text": text} for path, text in files.items()]}
+    try:
+        _replace(journal, json.dumps(record).encode("utf-8"))  # the commit point
+    except OSError as exc:
+        raise FileWriteError(f"{journal}: cannot write ({exc.strerror or exc}); check the folder's permissions "
+                             "and free space; nothing was changed") from None  # fmt: skip
+    finish_pending(journal)
+
+
+def finish_pending(journal: Path) -> bool:
+    """Apply a :func:`write_together` change a kill interrupted; True when there was one.
+
+    A journal that cannot be read as one is left alone and reported as FileWriteError.
+    """
+    try:
+        record = json.loads(Path(journal).read_bytes())
+        files = [(Path(entry["path"]), entry["text"].encode("utf-8")) for entry in record["files"]]
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise FileWriteError(
+            f"{journal}: an unfinished edit of pyproject.toml and kernels.lock cannot be read ({exc}); "
+            "check both files, then delete it"
+        ) from None
+    for path, data in files:
+        try:
+            _write_through(path, data)
+        except OSError as exc:
+            raise FileWriteError(f"{path}: cannot write ({exc.strerror or exc}); check the folder's permissions and "
+                                 f"free space, then run the command again to finish the change in {journal}") from None  # fmt: skip
+    Path(journal).unlink(missing_ok=True)
+    _sync_folder(Path(journal).parent)
+    return True
+
+
+def _write_through(path: Path, data: bytes) -> None:
+    """Give ``path`` the content ``data``: at a symlink's target, in place for a hard-linked file."""
+    target = Path(os.path.realpath(path))
+    try:
+        links = os.stat(target).st_nlink
+    except FileNotFoundError:
+        links = 1
+    if links == 1:
+        _replace(target, data)
+        return
+    with open(target, "r+b") as file:  # every name of the file must see the change
+        file.write(data)
+        file.truncate()
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make renames in ``folder`` durable, where the platform allows it."""
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
 
 
 def _replace(path: Path, data: bytes) -> None:
@@ -61,11 +137,4 @@ def _replace(path: Path, data: bytes) -> None:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    try:  # make the rename itself durable, where the platform allows it
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
+    _sync_folder(path.parent)

@@ -89,7 +89,12 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
     else:
         for line in outcome.changes:
             click.echo(line)
-        state = f"wrote {name}" if outcome.written else f"{name} is up to date"
+        if outcome.written:
+            state = f"wrote {name}"
+        elif outcome.up_to_date:
+            state = f"{name} is up to date"
+        else:
+            state = f"would update {name} (dry run: nothing written)"
         click.echo(f"Locked {len(outcome.lock.kernels)} kernels; {state}")
     if check and not outcome.up_to_date:
         sys.exit(1)
@@ -98,15 +103,21 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
 @main.command()
 @click.argument("project_dir", default=".", type=_PROJECT_DIR)
 @click.option("--check", is_flag=True, help="Exit 1 if kernels.lock is missing or would change; write nothing.")
+@click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--upgrade", "-U", is_flag=True, help="Ignore locked pins: take the newest allowed versions.")
 @click.option("--upgrade-package", "-P", "upgrade_packages", multiple=True, metavar="ORG/NAME",
               help="Release the pin of one kernel (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary.")
-def lock(project_dir: Path, check: bool, upgrade: bool, upgrade_packages: tuple[str, ...], as_json: bool) -> None:
+def lock(
+    project_dir: Path, check: bool, dry_run: bool, upgrade: bool, upgrade_packages: tuple[str, ...], as_json: bool
+) -> None:
     """Resolve [tool.kernels.dependencies] into kernels.lock (commits and variant hashes)."""
     from kernel_deps.locking import lock_project
 
-    outcome = lock_project(project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=not check)
+    if check and dry_run:
+        raise UsageError("--check and --dry-run exclude each other; pass one of them")
+    write = not (check or dry_run)
+    outcome = lock_project(project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=write)
     _render_outcome(outcome, as_json=as_json, check=check)
 
 
@@ -239,6 +250,7 @@ def verify(project_dir: Path, online: bool, require_cached: bool, as_json: bool)
             "online": report.online,
             "kernels": report.kernels,
             "problems": [asdict(problem) for problem in report.problems],
+            "notices": [asdict(notice) for notice in report.notices],
             "verified": [
                 {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash, "path": str(c.path)}
                 for c in report.verified
@@ -246,6 +258,8 @@ def verify(project_dir: Path, online: bool, require_cached: bool, as_json: bool)
         }
         click.echo(json.dumps(payload, indent=2))
     else:
+        for notice in report.notices:
+            click.echo(f"note: {notice.message}")
         for problem in report.problems:
             click.echo(problem.message)
             if problem.expected is not None or problem.got is not None:
@@ -264,3 +278,46 @@ def verify(project_dir: Path, online: bool, require_cached: bool, as_json: bool)
             )
     if not report.ok:
         sys.exit(1)
+
+
+@main.command()
+@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable report.")
+@click.option("--exit-code", is_flag=True, help="Exit 1 when any pin has drifted (for CI).")
+def outdated(project_dir: Path, as_json: bool, exit_code: bool) -> None:
+    """Show, per locked kernel, what --upgrade would take, newer releases and moved refs."""
+    from dataclasses import asdict
+
+    from kernel_deps.outdated import outdated_project
+
+    report = outdated_project(project_dir)
+    if as_json:
+        kernels = [{**asdict(k), "upgradable": k.upgradable, "drifted": k.drifted} for k in report.kernels]
+        click.echo(json.dumps({"lockfile": str(report.lockfile), "drifted": report.drifted, "kernels": kernels}, indent=2))
+    else:
+        rows = [("KERNEL", "LOCKED", "UPGRADE", "LATEST")]
+        for k in report.kernels:
+            rows.append((
+                k.repo_id,
+                _short(k.locked_version, k.locked_commit),
+                _short(k.upgrade_version, k.upgrade_commit) if k.upgradable else "-",
+                _short(k.latest_version, k.latest_commit) if k.latest_version else "-",
+            ))  # fmt: skip
+        widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        for row in rows:
+            click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
+        for k in report.kernels:
+            if k.ref_moved_to:
+                changed = ", ".join(k.changed_variants) or "none"
+                click.echo(
+                    f"note: {k.repo_id}: {k.locked_version} now points at {k.ref_moved_to[:12]} (locked "
+                    f"{k.locked_commit[:12]}); variants that would change: {changed}"
+                )
+        if not report.drifted:
+            click.echo(f"all {len(report.kernels)} locked kernels are current")
+    if exit_code and report.drifted:
+        sys.exit(1)
+
+
+def _short(version: str | None, commit: str | None) -> str:
+    return f"{version} ({commit[:12]})" if version and commit else (commit or "")[:12]

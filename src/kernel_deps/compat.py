@@ -11,12 +11,17 @@
 Each format has its reader here, as strict as the tool that writes it, and a writer for
 one would sit beside its reader. The format of a file is told by its first entry.
 
+``kernels download``, ``kernels verify`` and the loader use a kernels <= 0.16 lock as it
+is (it pins commits and variant hashes, all they need) and never rewrite it; a kernels
+0.17 lock carries no hashes, so they refuse it and say how to convert it.
+
 This module imports :mod:`kernel_deps.lockfile` (the model, its JSON helpers) and
-``errors``; nothing imports it but the lock command.
+``errors``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from kernel_deps.errors import LockfileError
@@ -28,10 +33,35 @@ from kernel_deps.lockfile import (
     invalid,
     load_entries,
     parse_entries,
+    read_lock_text,
     repo_id_problem,
 )
 
-__all__ = ["from_kernels016", "is_kernels017", "kernels017_pins", "read_prior_pins"]
+__all__ = [
+    "KERNELS_016", "from_kernels016", "is_kernels017", "kernels017_pins", "parse_lock_for_use", "read_lock_for_use",
+    "read_prior_pins",
+]  # fmt: skip
+
+KERNELS_016 = "Hugging Face kernels <= 0.16"
+
+
+def read_lock_for_use(path: Path) -> tuple[Lockfile, str | None]:
+    """The lock at ``path`` for download, verify and the loader, and which other tool
+    wrote it (None: kernel-deps). See :func:`parse_lock_for_use`."""
+    return parse_lock_for_use(read_lock_text(path), source=str(path))
+
+
+def parse_lock_for_use(text: str, *, source: str) -> tuple[Lockfile, str | None]:
+    """Our lock, or a kernels <= 0.16 lock as it is; a kernels 0.17 lock is refused with
+    what to do, since it pins commits but no variant hashes to verify against."""
+    data = load_entries(text, source)
+    if is_kernels017(data):
+        raise LockfileError(
+            f"{source}: written by Hugging Face kernels 0.17, which records commits but no variant hashes, "
+            "so nothing could be verified against it; run 'kernels lock' to convert it (its pins are kept)"
+        )
+    foreign = any(isinstance(entry, dict) and "dependencies" not in entry for entry in data)
+    return from_kernels016(data, source), KERNELS_016 if foreign else None
 
 
 def read_prior_pins(text: str, *, source: str) -> dict[str, str]:

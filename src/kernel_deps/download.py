@@ -236,11 +236,11 @@ def download_project(
     progress: Progress | None = None,
 ) -> DownloadReport:
     """Download what ``<project_dir>/kernels.lock`` pins, for this machine unless told otherwise."""
-    from kernel_deps.lockfile import read_lockfile
+    from kernel_deps.compat import read_lock_for_use
 
     if all_variants and variants:
         raise UsageError("--all-variants and --variant exclude each other; pass one of them")
-    lock = read_lockfile(Path(project_dir) / LOCK_NAME)
+    lock, _ = read_lock_for_use(Path(project_dir) / LOCK_NAME)  # ours or kernels <= 0.16's, never rewritten
     system = None if (all_variants or variants) else detect_system()
     return download_lock(
         lock,

@@ -37,7 +37,8 @@ from kernel_deps.errors import (
     KernelNotLockedError,
     LockNotFoundError,
 )
-from kernel_deps.lockfile import LockedKernel, Lockfile, read_lockfile
+from kernel_deps.compat import parse_lock_for_use, read_lock_for_use
+from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
 from kernel_deps.system import detect_system
 from kernel_deps.variants import select_variant
@@ -95,15 +96,16 @@ _parsed_locks: dict[Path, tuple[tuple[int, int], Lockfile]] = {}
 
 
 def _read_lock(path: Path) -> Lockfile:
-    """``read_lockfile``, parsed again only when the file changes (size or mtime)."""
+    """The lock at ``path`` (ours or kernels <= 0.16's), parsed again only when the file
+    changes (size or mtime)."""
     try:
         stat = path.stat()
         key = (stat.st_mtime_ns, stat.st_size)
     except OSError:
-        return read_lockfile(path)  # raises the usual, clear error
+        return read_lock_for_use(path)[0]  # raises the usual, clear error
     cached = _parsed_locks.get(path)
     if cached is None or cached[0] != key:
-        cached = _parsed_locks[path] = (key, read_lockfile(path))
+        cached = _parsed_locks[path] = (key, read_lock_for_use(path)[0])
     return cached[1]
 
 
@@ -152,7 +154,7 @@ def _embedded_lock(module_name: str) -> LockSource | None:
         text = dist.read_text(LOCK_NAME) or dist.read_text(f"extra_metadata/{LOCK_NAME}")
         if text is not None:
             source = f"{dist_name} {dist.version} (installed distribution)"
-            return LockSource(Lockfile.from_json(text, source=f"{dist_name}:{LOCK_NAME}"), f"distribution {dist_name}", source)
+            return LockSource(parse_lock_for_use(text, source=f"{dist_name}:{LOCK_NAME}")[0], f"distribution {dist_name}", source)
     return None
 
 
@@ -204,21 +206,22 @@ def _load(repo_id: str, source: LockSource, *, allow_download: bool) -> ModuleTy
         module = _loaded.get(key)
         if module is not None:
             return module
-        check = _verified_variant(kernel, variant, allow_download=allow_download)
+        check = _verified_variant(source.lock, kernel, variant, allow_download=allow_download)
         module = _import_variant(kernel, variant, check)
         module.__kernel_origin__ = KernelOrigin(repo_id, kernel.sha, variant, check.path, source.origin, source.path)
         _loaded[key] = module
         return module
 
 
-def _verified_variant(kernel: LockedKernel, variant: str, *, allow_download: bool) -> cache.VariantCheck:
+def _verified_variant(lock: Lockfile, kernel: LockedKernel, variant: str, *, allow_download: bool) -> cache.VariantCheck:
     expected = kernel.variants[variant].hash
     check = _check(kernel, variant, expected)
     if not check.present and allow_download:
         from kernel_deps.download import download_lock
 
         if not is_offline():
-            download_lock(Lockfile(kernels=(kernel,)), variants_for=lambda _: [variant])
+            # The whole lock, so the entry keeps its dependencies' entries; only this variant.
+            download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [])
             check = _check(kernel, variant, expected)
     if not check.present:
         raise KernelNotCachedError(

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from kernel_deps import atomicfile
 from kernel_deps.errors import LockfileError
 from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
-from kernel_deps.compat import read_prior_pins
+from kernel_deps.compat import parse_lock_for_use, read_prior_pins
 from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lock_text, write_lockfile
-from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME
-from kernel_deps.resolver import Resolution, reject_unknown_upgrades, resolve, version_name
-from kernel_deps.spec import KernelRequirement, read_pyproject_text, read_requirements
+from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
+from kernel_deps.spec import KernelRequirement, read_pyproject_text, read_requirements, requirements_from_text
+from kernel_deps.sync import check_sync
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,16 +35,18 @@ def lock_path(project_dir: Path) -> Path:
     return Path(project_dir) / LOCK_NAME
 
 
-def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, str], bytes | None]:
-    """The prior lock (None when absent or in the kernels 0.17 format), its pins, its bytes."""
+def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], bytes | None]:
+    """The prior lock (None when absent or in another tool's format), its pins, its bytes."""
     text = read_lock_text(path, missing_ok=True)
     if text is None:
         return None, {}, None
-    pins = read_prior_pins(text, source=str(path))  # strict for every format it accepts
+    commits = read_prior_pins(text, source=str(path))  # strict for every format it accepts
     try:
-        previous = Lockfile.from_json(text, source=str(path))
+        previous, _ = parse_lock_for_use(text, source=str(path))  # ours, or kernels <= 0.16's
     except LockfileError:
-        previous = None  # a kernels 0.17 lock: its pins are kept, its layout is replaced
+        # A kernels 0.17 lock: its commits are kept, its layout is replaced.
+        return None, {repo_id: Pin(commit) for repo_id, commit in commits.items()}, text.encode("utf-8")
+    pins = {k.repo_id: Pin(k.sha, k.version) for k in previous.kernels}
     return previous, pins, text.encode("utf-8")
 
 
@@ -69,9 +72,13 @@ def lock_project(
     for repo_id in upgrade_packages:
         pins.pop(repo_id, None)
 
+    if not write and not upgrade and not upgrade_packages and _holds(previous, raw, requirements):
+        # Every requirement is met by its pin, so resolving would keep every pin, and a
+        # pinned commit's variants and dependencies cannot change: no Hub needed.
+        return LockOutcome(path, previous, previous, [], True, False)
     with KernelIndex(hub or HubClient()) as index:
         resolution = resolve(requirements, index, pins=pins)
-        lock = build_lockfile(resolution, requirements, index)
+        lock = build_lockfile(resolution, requirements, index, pins=pins)
 
     new_bytes = lock.to_json().encode()
     up_to_date = raw == new_bytes
@@ -82,20 +89,35 @@ def lock_project(
     return LockOutcome(path, lock, previous, changes, up_to_date, written)
 
 
-def build_lockfile(resolution: Resolution, requirements: Sequence[KernelRequirement], index: KernelIndex) -> Lockfile:
-    """Hash every variant of every pinned commit and assemble the lock entries."""
+def _holds(previous: Lockfile | None, raw: bytes | None, requirements: Sequence[KernelRequirement]) -> bool:
+    """Whether the prior lock is exactly what resolving with its pins would write."""
+    return previous is not None and raw == previous.to_json().encode() and not check_sync(requirements, previous)
+
+
+def build_lockfile(
+    resolution: Resolution,
+    requirements: Sequence[KernelRequirement],
+    index: KernelIndex,
+    *,
+    pins: Mapping[str, Pin] | None = None,
+) -> Lockfile:
+    """Hash every variant of every resolved commit and assemble the lock entries; a kept
+    pin keeps the tag or branch name it was locked under."""
     direct = {req.repo_id: req for req in requirements}
+    pins = pins or {}
     entries = []
     for repo_id, candidate in sorted(resolution.pins.items()):
         tree = index.tree(repo_id, candidate.commit)
         variants = {variant: VariantLock(hash=tree.variant_hash(variant)) for variant in tree.files}
         requirement = direct.get(repo_id)
+        pin = pins.get(repo_id)
+        recorded = pin.version if pin is not None and pin.commit == candidate.commit else None
         entries.append(
             LockedKernel(
                 repo_id=repo_id,
                 sha=candidate.commit,
                 variants=variants,
-                version=version_name(candidate, resolution.requirements.get(repo_id, ())),
+                version=version_name(candidate, resolution.requirements.get(repo_id, ()), recorded),
                 requirement=requirement.text if requirement else None,
                 dependencies=resolution.dependencies.get(repo_id, ()),
             )
@@ -139,20 +161,24 @@ def _spec(requirement: str | None) -> str:
 
 
 def edit_and_relock(project_dir: Path, edit: Callable[[str], str], *, hub: HubClient | None = None) -> LockOutcome:
-    """Apply ``edit`` to pyproject.toml and relock; on any failure restore pyproject.toml.
+    """Apply ``edit`` to pyproject.toml and relock, as one change.
 
-    kernels.lock is only replaced by the final atomic write of a successful lock, so a
-    failed relock leaves both files as they were.
+    The new requirements are resolved before anything is written; then pyproject.toml
+    and kernels.lock are replaced together (:func:`atomicfile.write_together`), so a
+    failure or a kill at any moment leaves both old or both new, never an edited
+    pyproject.toml beside an old lock. Links are written through, at their target.
     """
-    pyproject = Path(project_dir) / PYPROJECT_NAME
+    project_dir = Path(project_dir)
+    pyproject = project_dir / PYPROJECT_NAME
     original = read_pyproject_text(project_dir)
     updated = edit(original)
     if updated == original:
         return lock_project(project_dir, hub=hub)
-    atomicfile.write_text(pyproject, updated)
-    try:
-        return lock_project(project_dir, hub=hub)
-    except BaseException:
-        atomicfile.write_text(pyproject, original)
-        raise
+    requirements = requirements_from_text(updated, source=str(pyproject))
+    outcome = lock_project(project_dir, hub=hub, requirements=requirements, write=False)
+    files = {pyproject: updated}
+    if not outcome.up_to_date:
+        files[outcome.path] = outcome.lock.to_json()
+    atomicfile.write_together(files, journal=project_dir / EDIT_JOURNAL_NAME)
+    return replace(outcome, written=not outcome.up_to_date)
 

@@ -1,9 +1,13 @@
 """Resolving kernel requirements to commits with resolvelib.
 
-The provider only adapts: candidates are commits of a repo (with the refs that point at
-them), built from the repo's refs listing; a requirement matches a commit through one of
-those refs. Locked pins are preferred over newer versions, so relocking changes nothing
-that need not change; ``--upgrade-package`` simply drops a pin. A conflict is raised as
+The provider only adapts: candidates are commits of a repo (with the refs that name
+them), built from the repo's refs listing; whether a commit meets a requirement is
+:func:`kernel_deps.versions.satisfies`, the rule ``kernels verify`` applies to the lock.
+
+A locked pin is a candidate of its own, offered first: the locked commit with the ref
+name the lock recorded, whether or not that branch or tag still points at it. So a pin
+moves only when it no longer satisfies the requirement, or when ``--upgrade`` /
+``--upgrade-package`` drops it. A conflict is raised as
 :class:`~kernel_deps.errors.ResolutionError` listing who required what.
 """
 
@@ -16,10 +20,10 @@ from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
 from resolvelib.resolvers import RequirementInformation
 
-from kernel_deps.errors import ResolutionError, UsageError
+from kernel_deps.errors import ResolutionError, RevisionNotFoundError, UsageError
 from kernel_deps.index import KernelIndex
 from kernel_deps.spec import KernelRequirement
-from kernel_deps.versions import GitRef, KernelVersion, parse_version_ref, versions_from_refs
+from kernel_deps.versions import GitRef, KernelVersion, locked_ref, parse_version_ref, satisfies, versions_from_refs
 
 _FULL_SHA_LENGTH = 40
 
@@ -44,6 +48,14 @@ class Candidate:
         tags = [v for v in self.versions if not v.is_branch]
         best = tags[0] if tags else (self.versions[0] if self.versions else None)
         return str(best.version) if best else self.commit[:12]
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """A kernel's commit in the prior lock, and the tag or branch name it recorded."""
+
+    commit: str
+    version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,24 +88,22 @@ def _candidate_order(candidate: Candidate) -> tuple:
     return (1 if final else 0.5, versions[0].sort_key[0], candidate.commit)
 
 
-def matches(requirement: KernelRequirement, candidate: Candidate, all_refs: Sequence[GitRef]) -> bool:
-    """Whether ``candidate`` satisfies ``requirement`` (``all_refs``: the repo's refs)."""
-    if requirement.revision is not None:
-        return requirement.revision == candidate.commit or any(r.name == requirement.revision for r in candidate.refs)
-    if requirement.major is not None:
-        branch = f"v{requirement.major}"
-        if any(r.kind == "branch" and r.name == branch for r in all_refs):
-            return any(r.kind == "branch" and r.name == branch for r in candidate.refs)
-        # No vN branch: any final vN.* tag (the newest sorts first).
-        return any(
-            not v.is_branch and v.version.major == requirement.major and not v.version.is_prerelease
-            for v in candidate.versions
-        )
-    return any(not v.is_branch and requirement.allows(v.version) for v in candidate.versions)
+def matches(requirement: KernelRequirement, candidate: Candidate) -> bool:
+    """Whether ``candidate`` satisfies ``requirement``, through the refs that name it."""
+    return satisfies(requirement, candidate.commit, candidate.refs)
 
 
-def version_name(candidate: Candidate, requirements: Sequence[KernelRequirement]) -> str | None:
-    """The tag or branch the lock records for ``candidate``, given what required it."""
+def version_name(
+    candidate: Candidate, requirements: Sequence[KernelRequirement], recorded: str | None = None
+) -> str | None:
+    """The tag or branch the lock records for ``candidate``, given what required it.
+
+    ``recorded``, the name a prior lock gave this commit, is kept while it still
+    satisfies every requirement: a relock that keeps the commit keeps its name too.
+    """
+    ref = locked_ref(recorded, candidate.commit)
+    if ref is not None and all(satisfies(req, candidate.commit, (ref,)) for req in requirements):
+        return recorded
     for req in requirements:
         if req.revision is not None and not _is_commit(req.revision):
             return req.revision
@@ -112,7 +122,7 @@ def version_name(candidate: Candidate, requirements: Sequence[KernelRequirement]
 class KernelProvider(AbstractProvider):
     """resolvelib adapter: identifiers are repo ids, candidates commits."""
 
-    def __init__(self, index: KernelIndex, pins: Mapping[str, str]) -> None:
+    def __init__(self, index: KernelIndex, pins: Mapping[str, Pin]) -> None:
         self.index = index
         self.pins = dict(pins)
 
@@ -128,30 +138,44 @@ class KernelProvider(AbstractProvider):
     def find_matches(self, identifier: str, requirements, incompatibilities) -> list[Candidate]:
         wanted = list(requirements[identifier])
         excluded = {c.commit for c in incompatibilities[identifier]}
-        refs = self.index.refs(identifier).refs
-        found = [c for c in self._all_candidates(identifier, wanted, refs) if c.commit not in excluded]
-        found = [c for c in found if all(matches(r, c, refs) for r in wanted)]
-        pinned = self.pins.get(identifier)
-        return sorted(found, key=lambda c: c.commit != pinned)  # stable: keeps newest-first otherwise
+        found = [c for c in self._all_candidates(identifier, wanted) if c.commit not in excluded]
+        return [c for c in found if all(matches(r, c) for r in wanted)]
 
     def is_satisfied_by(self, requirement: KernelRequirement, candidate: Candidate) -> bool:
-        return matches(requirement, candidate, self.index.refs(candidate.repo_id).refs)
+        return matches(requirement, candidate)
 
     def get_dependencies(self, candidate: Candidate) -> Iterable[KernelRequirement]:
-        requirements = self.index.dependencies(candidate.repo_id, candidate.commit)
+        try:
+            requirements = self.index.dependencies(candidate.repo_id, candidate.commit)
+        except RevisionNotFoundError:
+            pin = self.pins.get(candidate.repo_id)
+            if pin is None or pin.commit != candidate.commit:
+                raise
+            raise ResolutionError(
+                f"{candidate.repo_id}: the locked commit {pin.commit[:12]} ({pin.version or 'no version'}) is no "
+                "longer on the Hub (history rewritten?); run "
+                f"'kernels lock --upgrade-package {candidate.repo_id}' to pin a commit that exists"
+            ) from None
         self.index.prefetch(requirements, self.likely_pick)
         return requirements
 
     def likely_pick(self, requirement: KernelRequirement) -> str | None:
         """The commit the resolver would most likely choose for ``requirement`` alone."""
-        refs = self.index.refs(requirement.repo_id).refs
-        found = [c for c in self._all_candidates(requirement.repo_id, [requirement], refs) if matches(requirement, c, refs)]
-        pinned = self.pins.get(requirement.repo_id)
-        return next((c.commit for c in found if c.commit == pinned), found[0].commit if found else None)
+        found = [c for c in self._all_candidates(requirement.repo_id, [requirement]) if matches(requirement, c)]
+        return found[0].commit if found else None
 
-    @staticmethod
-    def _all_candidates(repo_id: str, wanted: Sequence[KernelRequirement], refs: Sequence[GitRef]) -> list[Candidate]:
+    def _all_candidates(self, repo_id: str, wanted: Sequence[KernelRequirement]) -> list[Candidate]:
+        """The pinned commit first (named as the lock recorded it), then every commit a ref
+        points at, newest first, then full SHAs asked for by revision."""
+        refs = self.index.refs(repo_id).refs
         found = candidates_for(repo_id, refs)
+        pin = self.pins.get(repo_id)
+        if pin is not None:
+            live = next((c for c in found if c.commit == pin.commit), None)
+            recorded = locked_ref(pin.version, pin.commit)
+            named = set(live.refs if live else ()) | ({recorded} if recorded else set())
+            pinned = Candidate(repo_id, pin.commit, tuple(sorted(named, key=lambda r: (r.kind, r.name))))
+            found = [pinned] + [c for c in found if c.commit != pin.commit]
         known = {c.commit for c in found}
         for req in wanted:
             # A full commit SHA that no ref points at is still a candidate.
@@ -165,7 +189,7 @@ def resolve(
     requirements: Sequence[KernelRequirement],
     index: KernelIndex,
     *,
-    pins: Mapping[str, str] | None = None,
+    pins: Mapping[str, Pin] | None = None,
     max_rounds: int = 2000,
 ) -> Resolution:
     """Pin every requirement and its transitive kernel dependencies to a commit."""

@@ -16,6 +16,9 @@ from kernel_deps.errors import UsageError
 
 LOCK_NAME = "kernels.lock"
 PYPROJECT_NAME = "pyproject.toml"
+# Written beside them while `kernels add` / `remove` replace pyproject.toml and the lock
+# as one change; its presence means that change is committed but not yet fully applied.
+EDIT_JOURNAL_NAME = ".kernels-edit.json"
 BUILD_DIR = "build"
 
 KERNEL = "kernel"

@@ -22,8 +22,9 @@ from tomlkit.exceptions import ParseError, TOMLKitError
 from tomlkit.items import InlineTable
 from tomlkit.toml_document import TOMLDocument
 
+from kernel_deps import atomicfile
 from kernel_deps.errors import InvalidRepoIdError, PyprojectError, UsageError
-from kernel_deps.settings import PYPROJECT_NAME
+from kernel_deps.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
 
 # The Hub's own rule for a namespaced repo id: org and name of letters, digits, '-', '_'
 # and '.', not starting or ending with '-' or '.', no '--' or '..'.
@@ -153,6 +154,18 @@ def read_kernels_table(
     text = _read_pyproject(Path(project_dir), missing_ok=missing_ok)
     if text is None:
         return None, None
+    return _kernels_table(text, source)
+
+
+def requirements_from_text(text: str, *, source: str) -> list[KernelRequirement]:
+    """:func:`read_requirements` of pyproject.toml text not yet written to ``source``."""
+    _, requirements = _kernels_table(text, source)
+    if requirements is None:
+        raise _no_table(source)
+    return requirements
+
+
+def _kernels_table(text: str, source: str) -> tuple[dict[str, Any] | None, list[KernelRequirement] | None]:
     doc = _parse_toml(text, source)
     kernels = _find_table(doc, text, source, create=False, path=_PATH[:2])
     if kernels is None:
@@ -165,15 +178,21 @@ def read_requirements(project_dir: Path) -> list[KernelRequirement]:
     """Every requirement in ``[tool.kernels.dependencies]`` of the project, sorted by repo id."""
     _, requirements = read_kernels_table(project_dir)
     if requirements is None:
-        raise PyprojectError(
-            f"{Path(project_dir) / PYPROJECT_NAME}: no {TABLE} table; declare the kernels the project uses there, "
-            "e.g. with 'kernels add kernels-community/activation'"
-        )
+        raise _no_table(Path(project_dir) / PYPROJECT_NAME)
     return requirements
+
+
+def _no_table(source: object) -> PyprojectError:
+    return PyprojectError(
+        f"{source}: no {TABLE} table; declare the kernels the project uses there, "
+        "e.g. with 'kernels add kernels-community/activation'"
+    )
 
 
 def _read_pyproject(project_dir: Path, *, missing_ok: bool) -> str | None:
     path = project_dir / PYPROJECT_NAME
+    # A `kernels add` / `remove` killed after committing its change: finish it first.
+    atomicfile.finish_pending(project_dir / EDIT_JOURNAL_NAME)
     try:
         return path.read_bytes().decode("utf-8")
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):

@@ -11,7 +11,7 @@ collected, none is printed: the CLI renders the report.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -19,15 +19,16 @@ from kernel_deps import cache
 from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UsageError
 from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
-from kernel_deps.lockfile import LockedKernel, Lockfile, read_lockfile
+from kernel_deps.compat import read_lock_for_use
+from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.locking import lock_path
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, is_offline
-from kernel_deps.spec import KernelRequirement, read_requirements
+from kernel_deps.spec import read_requirements
+from kernel_deps.sync import RELOCK_HINT, Problem, check_sync
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.variants import NoMatchingVariantError, select_variant
-from kernel_deps.versions import GitRef, parse_version_ref
+from kernel_deps.versions import GitRef
 
-_RELOCK = "run 'kernels lock' to update kernels.lock"
 _FILE_MESSAGES = {
     "modified": "{path} was modified",
     "missing": "{path} is missing",
@@ -41,30 +42,20 @@ FILE_KINDS = frozenset(_FILE_MESSAGES)  # a cached variant's files differ: a fre
 CACHE_KINDS = FILE_KINDS | {"unreadable", "unlocked-variant", "not-cached", "no-variant"}
 HUB_KINDS = frozenset({"repo-missing", "commit-missing", "ref-missing", "ref-moved", "hub-hash-mismatch",
                        "variant-not-on-hub", "variant-not-locked", "hub-error"})  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One way pyproject, lock, cache or Hub disagree; ``message`` is complete on its own."""
-
-    kind: str
-    repo_id: str | None
-    variant: str | None
-    path: str | None
-    message: str
-    expected: str | None = None
-    got: str | None = None
+# Reported, but not a disagreement: the lock still holds, upstream has something newer.
+NOTICE_KINDS = frozenset({"ref-advanced", "foreign-lock"})
 
 
 @dataclass(frozen=True)
 class VerifyReport:
-    """What verify found: every problem, and every cached variant it recomputed."""
+    """What verify found: every problem, every notice, every cached variant it recomputed."""
 
     lockfile: Path
     kernels: int
     problems: list[Problem]
     checked: list[cache.VariantCheck]
     online: bool
+    notices: list[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -91,8 +82,15 @@ def verify_project(
         raise UsageError("--online needs the Hub but HF_HUB_OFFLINE is set; unset HF_HUB_OFFLINE or drop --online")
     requirements = read_requirements(project_dir)
     path = lock_path(project_dir)
-    lock = read_lockfile(path)
-    problems = check_sync(requirements, lock)
+    lock, written_by = read_lock_for_use(path)
+    notices: list[Problem] = []
+    if written_by is None:
+        problems = check_sync(requirements, lock)
+    else:  # it records no versions or requirements to judge sync by
+        problems = []
+        message = (f"{path} was written by {written_by}: it records no versions or requirements, so its sync with "
+                   "pyproject.toml is not checked; 'kernels lock' converts it, keeping its pins")  # fmt: skip
+        notices.append(Problem("foreign-lock", None, None, None, message))
     cache_problems, checked = check_cache(lock, cache_root=cache_root)
     problems += cache_problems
     present = {(c.repo_id, c.variant) for c in checked}
@@ -100,71 +98,9 @@ def verify_project(
     if require_cached:
         problems += check_this_machine(lock, present, system or detect_system(), cache_root)
     if online:
-        problems += check_hub(lock, hub or HubClient())
-    return VerifyReport(path, len(lock.kernels), problems, checked, online)
-
-
-# -- (b) pyproject <-> lock -----------------------------------------------------------
-
-
-def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile) -> list[Problem]:
-    """The static rule of ``lock --check``: is each requirement locked as written, and nothing else?"""
-    direct = {req.repo_id: req for req in requirements}
-    problems: list[Problem] = []
-    for req in requirements:
-        entry = lock.get(req.repo_id)
-        if entry is None:
-            message = f"{req.repo_id} is in pyproject.toml ({req.text!r}) but not in kernels.lock"
-            problems.append(_sync("not-locked", req.repo_id, message, None, None))
-        elif not _satisfies(entry, req):
-            got = _label(entry)
-            message = f"{req.repo_id}: the locked {got} does not satisfy {req.text!r} from pyproject.toml"
-            problems.append(_sync("unsatisfied", req.repo_id, message, req.text, got))
-        elif entry.requirement != req.text:
-            was = f"for {entry.requirement!r}" if entry.requirement else "only as a dependency of another kernel"
-            message = f"{req.repo_id}: pyproject.toml asks for {req.text!r} but kernels.lock was locked {was}"
-            problems.append(_sync("requirement-changed", req.repo_id, message, req.text, entry.requirement))
-    removed = {k.repo_id for k in lock.kernels if k.requirement is not None and k.repo_id not in direct}
-    for repo_id in sorted(removed):
-        was = lock.get(repo_id).requirement
-        message = f"{repo_id} was removed from pyproject.toml but kernels.lock still requires it ({was!r})"
-        problems.append(_sync("removed", repo_id, message, None, None))
-    reachable = _reachable(lock, direct)
-    for kernel in lock.kernels:
-        if kernel.repo_id not in reachable and kernel.repo_id not in removed:
-            message = f"{kernel.repo_id} is in kernels.lock but no longer required by pyproject.toml or a locked kernel"
-            problems.append(_sync("orphan", kernel.repo_id, message, None, None))
-    return problems
-
-
-def _sync(kind: str, repo_id: str, message: str, expected: str | None, got: str | None) -> Problem:
-    return Problem(kind, repo_id, None, None, f"{message}; {_RELOCK}", expected, got)
-
-
-def _satisfies(entry: LockedKernel, req: KernelRequirement) -> bool:
-    """Whether the locked version (tag, branch or commit) still meets the requirement."""
-    if req.revision is not None:
-        return req.revision in (entry.version, entry.sha)
-    tag = parse_version_ref(GitRef(entry.version, "tag", entry.sha)) if entry.version else None
-    if req.major is not None and entry.version == f"v{req.major}":
-        return True
-    return tag is not None and req.allows(tag.version)
-
-
-def _label(entry: LockedKernel) -> str:
-    return f"{entry.version} ({entry.sha[:12]})" if entry.version else f"commit {entry.sha[:12]}"
-
-
-def _reachable(lock: Lockfile, direct: dict[str, KernelRequirement]) -> set[str]:
-    """Repo ids reachable from the project's requirements through locked dependencies."""
-    seen: set[str] = set()
-    todo = [repo_id for repo_id in direct if lock.get(repo_id) is not None]
-    while todo:
-        repo_id = todo.pop()
-        if repo_id not in seen:
-            seen.add(repo_id)
-            todo += lock.get(repo_id).dependencies
-    return seen
+        for found in check_hub(lock, hub or HubClient()):
+            (notices if found.kind in NOTICE_KINDS else problems).append(found)
+    return VerifyReport(path, len(lock.kernels), problems, checked, online, notices)
 
 
 # -- (c) lock <-> cache ---------------------------------------------------------------
@@ -260,7 +196,7 @@ def _check_remote(kernel: LockedKernel, index: KernelIndex) -> list[Problem]:
     except HubError as exc:
         return problems + [Problem("hub-error", repo_id, None, None, exc.message)]
     remote = {name: tree.variant_hash(name) for name in tree.files}
-    at = f"at {sha[:12]}; kernels.lock does not match the Hub (edited by hand?); {_RELOCK}"
+    at = f"at {sha[:12]}; kernels.lock does not match the Hub (edited by hand?); {RELOCK_HINT}"
     for name in sorted(kernel.variants.keys() | remote.keys()):
         locked = kernel.variants[name].hash if name in kernel.variants else None
         got = remote.get(name)
@@ -280,9 +216,9 @@ def _ref_problem(kernel: LockedKernel, refs: Sequence[GitRef], hub: HubClient) -
     """A problem when the tag or branch the lock names is gone or points elsewhere.
 
     A branch that moved forward (the locked commit is in its history) is how ``vN``
-    branches get new releases: the lock keeps its commit and nothing is reported. A tag
-    that points elsewhere, or a branch whose history no longer holds the locked commit
-    (a force-push), is reported.
+    branches get new releases: the lock keeps its commit, and a ``ref-advanced`` notice
+    says what an upgrade would take. A tag that points elsewhere, or a branch whose
+    history no longer holds the locked commit (a force-push), is a problem.
     """
     repo_id, sha, name = kernel.repo_id, kernel.sha, kernel.version
     named = [ref for ref in refs if ref.name == name]
@@ -294,7 +230,9 @@ def _ref_problem(kernel: LockedKernel, refs: Sequence[GitRef], hub: HubClient) -
         return None
     ref = named[0]
     if ref.kind == "branch" and sha in hub.commit_history(repo_id, ref.commit):
-        return None
+        message = (f"{repo_id}: branch {name} has moved on to {ref.commit[:12]} since it was locked at {sha[:12]}; "
+                   f"the lock keeps {sha[:12]}; {upgrade} to take the new build")  # fmt: skip
+        return Problem("ref-advanced", repo_id, None, None, message, sha, ref.commit)
     how = "the tag was moved" if ref.kind == "tag" else "history rewritten by a force-push"
     message = f"{repo_id}: {ref.kind} {name} now points at {ref.commit[:12]}, not the locked {sha[:12]} ({how})"
     message += f"; review the change, then {upgrade} to take it"

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from typing import TYPE_CHECKING, Iterable, Literal
 
 from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:
+    from kernel_deps.spec import KernelRequirement
 
 RefKind = Literal["tag", "branch"]
 
@@ -83,3 +86,31 @@ def default_requirement(found: list[KernelVersion]) -> str | int | None:
         return f">={newest.version},<{newest.version.major + 1}"
     branches = [v for v in found if v.is_branch]
     return max(branches, key=lambda v: v.version).version.major if branches else None
+
+
+def locked_ref(name: str | None, commit: str) -> GitRef | None:
+    """The ref a lock recorded for ``commit``: ``vN`` names a major branch, anything else a
+    tag or revision name; None when the lock recorded no name."""
+    if not name:
+        return None
+    return GitRef(name, "branch" if _MAJOR_BRANCH.match(name) else "tag", commit)
+
+
+def satisfies(requirement: KernelRequirement, commit: str, refs: Iterable[GitRef]) -> bool:
+    """The one rule: whether ``commit``, named by ``refs``, meets ``requirement``.
+
+    A revision is met by that commit or a ref of that name; a major ``N`` by the ``vN``
+    branch or a final ``vN.*`` tag; a range by a tag whose version it allows. Only the refs
+    given count: for a locked kernel, the name the lock recorded (and, while resolving, the
+    refs that point at the commit now), never where a branch or tag has moved since.
+    """
+    refs = tuple(refs)
+    if requirement.revision is not None:
+        return requirement.revision == commit or any(ref.name == requirement.revision for ref in refs)
+    for version in filter(None, map(parse_version_ref, refs)):
+        if version.is_branch:
+            if requirement.major is not None and version.version.major == requirement.major:
+                return True
+        elif requirement.allows(version.version):
+            return True
+    return False

@@ -68,7 +68,7 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
     allow_stale, why = _allow_stale(kernels_table, pyproject)
 
     from kernel_deps.lockfile import Lockfile, read_lock_text
-    from kernel_deps.verify import check_sync  # the static rule of `kernels lock --check`: no network
+    from kernel_deps.sync import check_sync  # the static rule of `kernels lock --check`: no network
 
     path = project_dir / LOCK_NAME
     if not path.is_file() and fallback is not None and fallback.is_file():

@@ -1,0 +1,109 @@
+"""`kernels outdated` as a library function: how far each pin is from what upstream offers.
+
+For every locked kernel: the locked version and commit; what ``kernels lock --upgrade``
+would pick within the requirements; the newest release outside them; and whether the tag
+or branch the lock recorded has moved since, with the variants whose hashes differ at its
+new commit. Nothing is written and nothing fails on drift: the report says what is there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernel_deps.hub import HubClient
+from kernel_deps.index import KernelIndex
+from kernel_deps.lockfile import LockedKernel, read_lockfile
+from kernel_deps.locking import lock_path
+from kernel_deps.resolver import Candidate, resolve, version_name
+from kernel_deps.spec import KernelRequirement, read_requirements
+from kernel_deps.versions import KernelVersion, satisfies, versions_from_refs
+
+
+@dataclass(frozen=True, slots=True)
+class KernelDrift:
+    """One locked kernel beside what upstream offers now."""
+
+    repo_id: str
+    requirement: str | None  # None: required only by other kernels
+    locked_version: str | None
+    locked_commit: str
+    upgrade_version: str | None  # what --upgrade would lock (within the requirements)
+    upgrade_commit: str | None
+    latest_version: str | None  # the newest release the requirements exclude, if newer
+    latest_commit: str | None
+    ref_moved_to: str | None  # where the recorded tag or branch points now, if elsewhere
+    changed_variants: tuple[str, ...]  # variants whose hash differs there (added, removed, changed)
+
+    @property
+    def upgradable(self) -> bool:
+        """Whether ``kernels lock --upgrade`` would move this pin."""
+        return self.upgrade_commit is not None and self.upgrade_commit != self.locked_commit
+
+    @property
+    def drifted(self) -> bool:
+        """Whether anything upstream differs from the pin."""
+        return self.upgradable or self.latest_version is not None or self.ref_moved_to is not None
+
+
+@dataclass(frozen=True, slots=True)
+class OutdatedReport:
+    """Every locked kernel's drift, sorted by repo id."""
+
+    lockfile: Path
+    kernels: tuple[KernelDrift, ...]
+
+    @property
+    def drifted(self) -> bool:
+        return any(kernel.drifted for kernel in self.kernels)
+
+
+def outdated_project(project_dir: Path, *, hub: HubClient | None = None) -> OutdatedReport:
+    """Compare ``<project_dir>/kernels.lock`` with what the Hub offers now (reads only)."""
+    requirements = read_requirements(project_dir)
+    path = lock_path(project_dir)
+    lock = read_lockfile(path)
+    with KernelIndex(hub or HubClient()) as index:
+        upgraded = resolve(requirements, index)
+        found = []
+        for entry in lock.kernels:
+            asked = upgraded.requirements.get(entry.repo_id, ())
+            pick = upgraded.pins.get(entry.repo_id)
+            found.append(_drift(entry, asked, pick, index))
+    return OutdatedReport(path, tuple(found))
+
+
+def _drift(
+    entry: LockedKernel, asked: tuple[KernelRequirement, ...], pick: Candidate | None, index: KernelIndex
+) -> KernelDrift:
+    refs = index.refs(entry.repo_id).refs
+    latest = _newest_outside(versions_from_refs(refs), asked)
+    moved = next((r.commit for r in refs if r.name == entry.version and r.commit != entry.sha), None)
+    changed: tuple[str, ...] = ()
+    if moved is not None:
+        tree = index.tree(entry.repo_id, moved)
+        there = {name: tree.variant_hash(name) for name in tree.files}
+        here = {name: lock.hash for name, lock in entry.variants.items()}
+        changed = tuple(sorted(name for name in here.keys() | there.keys() if here.get(name) != there.get(name)))
+    return KernelDrift(
+        repo_id=entry.repo_id,
+        requirement=entry.requirement,
+        locked_version=entry.version,
+        locked_commit=entry.sha,
+        upgrade_version=version_name(pick, asked) if pick is not None else None,
+        upgrade_commit=pick.commit if pick is not None else None,
+        latest_version=latest.ref.name if latest is not None else None,
+        latest_commit=latest.ref.commit if latest is not None else None,
+        ref_moved_to=moved,
+        changed_variants=changed,
+    )
+
+
+def _newest_outside(found: list[KernelVersion], asked: tuple[KernelRequirement, ...]) -> KernelVersion | None:
+    """The newest final release tag, when the requirements do not allow it."""
+    tags = [v for v in found if not v.is_branch and not v.version.is_prerelease]
+    if not tags:
+        return None
+    newest = max(tags, key=lambda v: v.version)
+    allowed = all(satisfies(req, newest.ref.commit, (newest.ref,)) for req in asked)
+    return None if allowed else newest

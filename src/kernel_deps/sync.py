@@ -1,0 +1,89 @@
+"""Is a lock in sync with its project? The static check, no network.
+
+``kernels lock --check`` (when no pin has to move), ``kernels verify`` and the build
+hooks all ask this one question: is every ``[tool.kernels.dependencies]`` entry locked,
+by an entry that satisfies it (:func:`kernel_deps.versions.satisfies`, the resolver's own
+rule) and was locked for that same requirement, and is every other entry still needed?
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from kernel_deps.lockfile import LockedKernel, Lockfile
+from kernel_deps.spec import KernelRequirement
+from kernel_deps.versions import locked_ref, satisfies
+
+RELOCK_HINT = "run 'kernels lock' to update kernels.lock"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One way pyproject, lock, cache or Hub disagree; ``message`` is complete on its own."""
+
+    kind: str
+    repo_id: str | None
+    variant: str | None
+    path: str | None
+    message: str
+    expected: str | None = None
+    got: str | None = None
+
+
+
+def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile) -> list[Problem]:
+    """The static rule of ``lock --check``: is each requirement locked as written, and nothing else?"""
+    direct = {req.repo_id: req for req in requirements}
+    problems: list[Problem] = []
+    for req in requirements:
+        entry = lock.get(req.repo_id)
+        if entry is None:
+            message = f"{req.repo_id} is in pyproject.toml ({req.text!r}) but not in kernels.lock"
+            problems.append(_sync("not-locked", req.repo_id, message, None, None))
+        elif not entry_satisfies(entry, req):
+            got = _label(entry)
+            message = f"{req.repo_id}: the locked {got} does not satisfy {req.text!r} from pyproject.toml"
+            problems.append(_sync("unsatisfied", req.repo_id, message, req.text, got))
+        elif entry.requirement != req.text:
+            was = f"for {entry.requirement!r}" if entry.requirement else "only as a dependency of another kernel"
+            message = f"{req.repo_id}: pyproject.toml asks for {req.text!r} but kernels.lock was locked {was}"
+            problems.append(_sync("requirement-changed", req.repo_id, message, req.text, entry.requirement))
+    removed = {k.repo_id for k in lock.kernels if k.requirement is not None and k.repo_id not in direct}
+    for repo_id in sorted(removed):
+        was = lock.get(repo_id).requirement
+        message = f"{repo_id} was removed from pyproject.toml but kernels.lock still requires it ({was!r})"
+        problems.append(_sync("removed", repo_id, message, None, None))
+    reachable = _reachable(lock, direct)
+    for kernel in lock.kernels:
+        if kernel.repo_id not in reachable and kernel.repo_id not in removed:
+            message = f"{kernel.repo_id} is in kernels.lock but no longer required by pyproject.toml or a locked kernel"
+            problems.append(_sync("orphan", kernel.repo_id, message, None, None))
+    return problems
+
+
+def _sync(kind: str, repo_id: str, message: str, expected: str | None, got: str | None) -> Problem:
+    return Problem(kind, repo_id, None, None, f"{message}; {RELOCK_HINT}", expected, got)
+
+
+def entry_satisfies(entry: LockedKernel, requirement: KernelRequirement) -> bool:
+    """Whether a lock entry meets ``requirement``, judged by what the lock recorded (its
+    commit and tag or branch name), never by where that ref points on the Hub now."""
+    recorded = locked_ref(entry.version, entry.sha)
+    return satisfies(requirement, entry.sha, (recorded,) if recorded else ())
+
+
+def _label(entry: LockedKernel) -> str:
+    return f"{entry.version} ({entry.sha[:12]})" if entry.version else f"commit {entry.sha[:12]}"
+
+
+def _reachable(lock: Lockfile, direct: dict[str, KernelRequirement]) -> set[str]:
+    """Repo ids reachable from the project's requirements through locked dependencies."""
+    seen: set[str] = set()
+    todo = [repo_id for repo_id in direct if lock.get(repo_id) is not None]
+    while todo:
+        repo_id = todo.pop()
+        if repo_id not in seen:
+            seen.add(repo_id)
+            todo += lock.get(repo_id).dependencies
+    return seen
