@@ -20,7 +20,7 @@ import pytest
 
 from kernel_deps.locking import edit_and_relock
 from kernel_deps.settings import EDIT_JOURNAL_NAME
-from kernel_deps.spec import add_requirement, read_requirements
+from kernel_deps.pyproject import add_requirement, read_requirements
 from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))

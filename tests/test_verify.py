@@ -16,7 +16,7 @@ from kernel_deps.hashing import is_hashed_path
 from kernel_deps.hub import HubClient
 from kernel_deps.lockfile import Lockfile, read_lockfile
 from kernel_deps.locking import lock_project
-from kernel_deps.spec import read_requirements
+from kernel_deps.pyproject import read_requirements
 from kernel_deps.variants import system_for_variant
 from kernel_deps.verify import CACHE_KINDS, HUB_KINDS, SYNC_KINDS, Problem, check_sync, verify_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release, git_blob_id

@@ -150,7 +150,8 @@ def add(requirement: str, project_dir: Path | None, legacy_project: Path | None)
     from kernel_deps.hub import HubClient
     from kernel_deps.listing import requirement_for_newest
     from kernel_deps.locking import edit_and_relock
-    from kernel_deps.spec import add_requirement, parse_add_argument
+    from kernel_deps.pyproject import add_requirement
+    from kernel_deps.spec import parse_add_argument
 
     repo_id, value = parse_add_argument(requirement)
     hub = HubClient()
@@ -170,7 +171,7 @@ def remove(repo_id: str, project_dir: Path | None, legacy_project: Path | None) 
     """Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock."""
     project_dir = _project_argument(project_dir, legacy_project)
     from kernel_deps.locking import edit_and_relock
-    from kernel_deps.spec import remove_requirement
+    from kernel_deps.pyproject import remove_requirement
 
     source = str(project_dir / PYPROJECT_NAME)
     outcome = edit_and_relock(project_dir, lambda text: remove_requirement(text, repo_id, source=source))

@@ -16,7 +16,8 @@ from kernel_deps.index import KernelIndex
 from kernel_deps.lockfile import LockedKernel, read_lockfile
 from kernel_deps.locking import lock_path
 from kernel_deps.resolver import Candidate, resolve, version_name
-from kernel_deps.spec import KernelRequirement, read_requirements
+from kernel_deps.pyproject import read_requirements
+from kernel_deps.spec import KernelRequirement
 from kernel_deps.versions import KernelVersion, satisfies, versions_from_refs
 
 

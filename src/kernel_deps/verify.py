@@ -23,7 +23,7 @@ from kernel_deps.compat import read_lock_for_use
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.locking import lock_path
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, is_offline
-from kernel_deps.spec import read_requirements
+from kernel_deps.pyproject import read_requirements
 from kernel_deps.sync import RELOCK_HINT, Problem, check_sync
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.variants import NoMatchingVariantError, select_variant

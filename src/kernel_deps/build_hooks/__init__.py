@@ -58,7 +58,7 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
     Raises StaleLockError, PyprojectError, LockfileError or UsageError.
     """
     # Imported here, not at the top: every setuptools build imports this module.
-    from kernel_deps.spec import read_kernels_table
+    from kernel_deps.pyproject import read_kernels_table
 
     project_dir = Path(project_dir)
     pyproject = project_dir / PYPROJECT_NAME

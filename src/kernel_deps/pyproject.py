@@ -1,0 +1,226 @@
+"""pyproject.toml: ``[tool.kernels]`` read with its line numbers, and edited in place.
+
+Reading parses the file once (tomlkit) and returns the ``[tool.kernels]`` table and the
+requirements of ``[tool.kernels.dependencies]`` (:mod:`kernel_deps.spec` judges each
+entry); an invalid entry is named with its file and line. Editing goes through tomlkit,
+so comments, layout and line endings survive. Reading first finishes a ``kernels add`` /
+``kernels remove`` that a kill interrupted after it committed (:mod:`kernel_deps.atomicfile`).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.exceptions import ParseError, TOMLKitError
+from tomlkit.items import InlineTable
+from tomlkit.toml_document import TOMLDocument
+
+from kernel_deps import atomicfile
+from kernel_deps.errors import PyprojectError
+from kernel_deps.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
+from kernel_deps.spec import (
+    TABLE,
+    InvalidEntry,
+    KernelRequirement,
+    entry_error,
+    parse_requirement,
+    pyproject_error,
+    requirement_from_value,
+    show_toml,
+)
+
+_PATH = ("tool", "kernels", "dependencies")
+
+
+def read_pyproject_text(project_dir: Path) -> str:
+    """The text of ``<project_dir>/pyproject.toml``, exactly as stored."""
+    text = _read_pyproject(Path(project_dir), missing_ok=False)
+    assert text is not None
+    return text
+
+
+def read_kernels_table(
+    project_dir: Path, *, missing_ok: bool = False
+) -> tuple[dict[str, Any] | None, list[KernelRequirement] | None]:
+    """``[tool.kernels]`` of the project as plain data, and its requirements, from one read and parse.
+
+    Either is None when its table is absent (both when there is no pyproject.toml and
+    ``missing_ok``); the requirements are those :func:`read_requirements` returns.
+    """
+    source = str(Path(project_dir) / PYPROJECT_NAME)
+    text = _read_pyproject(Path(project_dir), missing_ok=missing_ok)
+    if text is None:
+        return None, None
+    return _kernels_table(text, source)
+
+
+def requirements_from_text(text: str, *, source: str) -> list[KernelRequirement]:
+    """:func:`read_requirements` of pyproject.toml text not yet written to ``source``."""
+    _, requirements = _kernels_table(text, source)
+    if requirements is None:
+        raise _no_table(source)
+    return requirements
+
+
+def _kernels_table(text: str, source: str) -> tuple[dict[str, Any] | None, list[KernelRequirement] | None]:
+    doc = _parse_toml(text, source)
+    kernels = _find_table(doc, text, source, create=False, path=_PATH[:2])
+    if kernels is None:
+        return None, None
+    table = _find_table(doc, text, source, create=False)
+    return kernels.unwrap(), None if table is None else _requirements(table.unwrap(), text, source)
+
+
+def read_requirements(project_dir: Path) -> list[KernelRequirement]:
+    """Every requirement in ``[tool.kernels.dependencies]`` of the project, sorted by repo id."""
+    _, requirements = read_kernels_table(project_dir)
+    if requirements is None:
+        raise _no_table(Path(project_dir) / PYPROJECT_NAME)
+    return requirements
+
+
+def _no_table(source: object) -> PyprojectError:
+    return PyprojectError(
+        f"{source}: no {TABLE} table; declare the kernels the project uses there, "
+        "e.g. with 'kernels add kernels-community/activation'"
+    )
+
+
+def _read_pyproject(project_dir: Path, *, missing_ok: bool) -> str | None:
+    path = project_dir / PYPROJECT_NAME
+    # A `kernels add` / `remove` killed after committing its change: finish it first.
+    atomicfile.finish_pending(project_dir / EDIT_JOURNAL_NAME)
+    try:
+        return path.read_bytes().decode("utf-8")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        if missing_ok:
+            return None
+        raise PyprojectError(f"no pyproject.toml in {project_dir}") from None
+    except OSError as exc:
+        raise PyprojectError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise PyprojectError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
+
+
+def _requirements(table: dict[str, Any], text: str, source: str) -> list[KernelRequirement]:
+    """The requirements of a ``[tool.kernels.dependencies]`` table of ``text``, sorted by repo id."""
+    found: list[KernelRequirement] = []
+    bad: list[tuple[InvalidEntry, str, object]] = []
+    for repo_id, value in table.items():
+        try:
+            found.append(requirement_from_value(repo_id, value))
+        except InvalidEntry as exc:
+            bad.append((exc, repo_id, value))
+    if bad:  # name the first in the file, count the rest
+        exc, repo_id, value = bad[0]
+        line = _line_of(text, (*_PATH, repo_id), value)
+        more = f" (and {len(bad) - 1} more invalid {'entry' if len(bad) == 2 else 'entries'})" if bad[1:] else ""
+        raise entry_error(exc, repo_id, value, f"{source}:{line}" if line else source, more)
+    return sorted(found, key=lambda requirement: requirement.repo_id)
+
+
+def add_requirement(text: str, repo_id: str, value: str | int | dict[str, Any], *, source: str) -> str:
+    """``text`` with ``repo_id`` set to ``value`` in ``[tool.kernels.dependencies]``; the rest unchanged."""
+    parse_requirement(repo_id, value, source=source)
+    base = text if not text or text.endswith("\n") else text + "\n"
+    doc = _parse_toml(base, source)
+    _find_table(doc, base, source, create=True)[repo_id] = _toml_value(value)
+    return _keep_newlines(text, doc.as_string())
+
+
+def remove_requirement(text: str, repo_id: str, *, source: str) -> str:
+    """``text`` without ``repo_id``'s entry in ``[tool.kernels.dependencies]``; the rest unchanged."""
+    doc = _parse_toml(text, source)
+    table = _find_table(doc, text, source, create=False)
+    if table is None or repo_id not in table:
+        present = ", ".join(show_toml(key) for key in table) if table else "none"
+        raise pyproject_error(f"{source}: {TABLE} has no entry {show_toml(repo_id)} to remove (entries: {present})")
+    del table[repo_id]
+    return _keep_newlines(text, doc.as_string())
+
+
+def _parse_toml(text: str, source: str) -> TOMLDocument:
+    """``text`` parsed by tomlkit, or PyprojectError with tomlkit's line and column."""
+    try:
+        return tomlkit.parse(text)
+    except ParseError as exc:
+        raise pyproject_error(f"{source}:{exc.line}: invalid TOML: {exc}") from None
+    except TOMLKitError as exc:
+        raise pyproject_error(f"{source}: invalid TOML: {exc}") from None
+
+
+def _find_table(doc: TOMLDocument, text: str, source: str, *, create: bool, path: tuple[str, ...] = _PATH) -> Any:
+    """The ``[tool.kernels.dependencies]`` container, or the one at ``path`` (made when ``create``), or None."""
+    node: Any = doc
+    for depth, key in enumerate(path):
+        if key not in node:
+            if not create:
+                return None
+            inline = isinstance(node, InlineTable)
+            node[key] = tomlkit.inline_table() if inline else tomlkit.table(is_super_table=depth < 2)
+        if not isinstance(node[key], dict):
+            line = _line_of(text, path[: depth + 1], None)
+            shown = show_toml(node[key].unwrap() if hasattr(node[key], "unwrap") else node[key])
+            where = f"{source}:{line}" if line else source
+            raise pyproject_error(f"{where}: {'.'.join(path[: depth + 1])} = {shown}: expected a table like {TABLE}")
+        node = node[key]
+    return node
+
+
+def _toml_value(value: str | int | dict[str, Any]) -> Any:
+    """A tomlkit item for ``value``; tables are inline, spaced as people write them."""
+    if not isinstance(value, dict):
+        return value
+    body = ", ".join(f"{key} = {tomlkit.item(item).as_string()}" for key, item in value.items())
+    return tomlkit.parse(f"v = {{ {body} }}\n")["v"]
+
+
+def _line_of(text: str, path: tuple[str, ...], value: object) -> int | None:
+    """The line of ``text`` that defines ``path``, or None when it cannot be told for sure."""
+    candidates = [path]
+    while isinstance(value, dict) and value:  # a [a."b/c"] table: where its first key is set
+        key = next(iter(value))
+        candidates.append((*candidates[-1], str(key)))
+        value = value[key]
+    for finder in (_line_by_substitution, _line_of_header):
+        for candidate in candidates:
+            line = finder(text, candidate)
+            if line is not None:
+                return line
+    return None
+
+
+def _line_by_substitution(text: str, path: tuple[str, ...]) -> int | None:
+    """Replace ``path``'s value by a marker and see where it lands, if nothing else moved."""
+    marker = f'"kernel-deps-{uuid.uuid4().hex}"'
+    try:
+        root = tomlkit.parse(text)
+        node: Any = root
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = marker[1:-1]
+        out = root.as_string()
+    except Exception:  # a line number is a courtesy; never fail the real error over it
+        return None
+    start = out.find(marker)
+    tail = out[start + len(marker) :]
+    if start < 0 or not text.startswith(out[:start]) or not text.endswith(tail):
+        return None
+    return out.count("\n", 0, start) + 1 if start + len(tail) <= len(text) else None
+
+
+def _line_of_header(text: str, path: tuple[str, ...]) -> int | None:
+    """The line of a ``[a.b]`` or ``[[a.b]]`` header naming ``path``, written the usual way."""
+    dotted = ".".join(tomlkit.key(key).as_string() for key in path)
+    header = re.compile(rf"[ \t]*\[\[?[ \t]*{re.escape(dotted)}[ \t]*\]")
+    return next((n for n, line in enumerate(text.split("\n"), 1) if header.match(line)), None)
+
+
+def _keep_newlines(original: str, out: str) -> str:
+    """``out`` with every line ending in CRLF when every line of ``original`` did."""
+    crlf = "\r\n" in original and original.count("\r\n") == original.count("\n")
+    return out.replace("\r\n", "\n").replace("\n", "\r\n") if crlf else out
