@@ -34,7 +34,7 @@ from kernel_deps.errors import (
     UsageError,
 )
 from kernel_deps.hashing import is_hashed_path, variant_hash
-from kernel_deps.hub import HubClient, TreeFile
+from kernel_deps.hub import HubClient, TreeFile, path_problem, shown_path
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, LOCK_NAME, is_offline
 from kernel_deps.system import SystemInfo, detect_system
@@ -110,10 +110,9 @@ def check_tree_paths(task: VariantTask, files: Iterable[TreeFile]) -> dict[str, 
     out: dict[str, TreeFile] = {}
     for entry in files:
         rel = entry.path[len(prefix):] if entry.path.startswith(prefix) else None
-        parts = rel.split("/") if rel else []
-        if not rel or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts):
+        if rel is None or path_problem(rel):
             raise UnsafeRepoContentError(
-                f"{task.label}: the repo lists an unsafe path {entry.path!r}; refusing to download this kernel"
+                f"{task.label}: the repo lists an unsafe path {shown_path(entry.path)}; refusing to download this kernel"
             )
         if is_hashed_path(rel):
             out[rel] = entry

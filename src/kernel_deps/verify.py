@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from kernel_deps import cache
-from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UsageError
+from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UnsafeRepoContentError, UsageError
 from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
 from kernel_deps.lockfile import LockedKernel, Lockfile, read_lockfile
@@ -256,7 +256,7 @@ def _check_remote(kernel: LockedKernel, index: KernelIndex) -> list[Problem]:
         message = (f"{repo_id}: the locked commit {sha[:12]} no longer exists on the Hub (history rewritten?); "
                    f"run 'kernels lock --upgrade-package {repo_id}' to pin a commit that exists")  # fmt: skip
         return problems + [Problem("commit-missing", repo_id, None, None, message, sha, None)]
-    except HubError as exc:
+    except (HubError, UnsafeRepoContentError) as exc:  # a listing that cannot be locked or placed
         return problems + [Problem("hub-error", repo_id, None, None, exc.message)]
     remote = {name: tree.variant_hash(name) for name in tree.files}
     at = f"at {sha[:12]}; kernels.lock does not match the Hub (edited by hand?); {_RELOCK}"
