@@ -155,7 +155,7 @@ def test_rewritten_repo_is_refused(hub_env, tmp_path) -> None:
 
 def test_a_locked_variant_absent_at_the_locked_commit_is_named_as_such(hub_env, tmp_path) -> None:
     hub_env.add_repo(KernelRepo("kernels-test/download-no-variant", (Release("1.0.0", variants=(CPU_VARIANT,)),)))
-    project = make_project(tmp_path, '"kernels-test/download-no-variant" = ">=1"')
+    project = write_project(tmp_path / "app", '"kernels-test/download-no-variant" = ">=1"')
     lock_project(project)
     # An edited lock: it names a variant the repo never had at that commit.
     entries = json.loads((project / "kernels.lock").read_text())
