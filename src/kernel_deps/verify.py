@@ -10,7 +10,6 @@ collected, none is printed: the CLI renders the report.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -21,6 +20,7 @@ from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
 from kernel_deps.lockfile import LockedKernel, Lockfile, read_lockfile
 from kernel_deps.locking import lock_path
+from kernel_deps.pools import worker_pool
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, is_offline
 from kernel_deps.spec import KernelRequirement, read_requirements
 from kernel_deps.system import SystemInfo, detect_system
@@ -235,7 +235,7 @@ def check_this_machine(
 
 def check_hub(lock: Lockfile, hub: HubClient) -> list[Problem]:
     """Ask the Hub: does each locked commit exist as locked, does its named ref still point at it?"""
-    with KernelIndex(hub) as index, ThreadPoolExecutor(max_workers=HUB_WORKERS) as pool:
+    with KernelIndex(hub) as index, worker_pool(HUB_WORKERS, "kernel-deps-verify") as pool:
         found = list(pool.map(lambda kernel: _check_remote(kernel, index), lock.kernels))
     return [problem for problems in found for problem in problems]
 
