@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -55,11 +56,19 @@ def add_hostile_entry(built: BuiltRepo, version: str, variant: str, entry_path: 
 
 def test_a_backslash_path_is_refused_and_nothing_is_written(hub_env, tmp_path) -> None:
     built = hub_env.add_repo(KernelRepo("kernels-test/hostile-backslash", (Release("1.0.0", variants=(CPU_VARIANT,)),)))
-    add_hostile_entry(built, "1.1.0", CPU_VARIANT, ["..\\..\\evil.py"], b"import os; os.system('touch /tmp/owned')\n")
-    app = write_project(tmp_path / "app", '"kernels-test/hostile-backslash" = "==1.1.0"')
-    lock_project(app)
+    commit = add_hostile_entry(built, "1.1.0", CPU_VARIANT, ["..\\..\\evil.py"], b"import os; os.system('touch /tmp/owned')\n")
+    fresh = write_project(tmp_path / "fresh", '"kernels-test/hostile-backslash" = "==1.1.0"')
+    result = subprocess.run([KERNELS, "lock", str(fresh)], capture_output=True, text=True)
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
+    assert "the repo lists an unsafe path" in result.stderr and "evil.py" in result.stderr
+    assert not (fresh / "kernels.lock").exists()  # never locked, so never downloaded
+    # A lock edited to name that commit is refused by download before anything is fetched.
+    app = write_project(tmp_path / "app", '"kernels-test/hostile-backslash" = "==1.0.0"', locked=True)
+    entries = json.loads((app / "kernels.lock").read_text())
+    entries[0]["sha"] = commit
+    (app / "kernels.lock").write_text(json.dumps(entries))
     result = subprocess.run([KERNELS, "download", str(app)], capture_output=True, text=True)
-    assert result.returncode == 1
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
     assert "the repo lists an unsafe path" in result.stderr and "evil.py" in result.stderr
     root = cache.cache_root()
     assert not list(root.rglob("*evil*"))
@@ -213,3 +222,65 @@ def test_an_offline_flag_that_is_neither_on_nor_off_is_bad_input(hub_env, tmp_pa
     assert result.returncode == 2
     assert result.stderr.strip() == f"error: HF_HUB_OFFLINE={value!r}: expected 1 or 0 (also true/false, yes/no, on/off)"
     assert not (app / "kernels.lock").exists()
+
+
+# -- hostile Hub listings -----------------------------------------------------------------
+
+HOSTILE_FOLDER = f"build/{CPU_VARIANT}"
+
+
+def _first_file(entries: list[dict], lfs: bool = False) -> dict:
+    return next(e for e in entries if e.get("type") == "file" and e["path"].startswith(HOSTILE_FOLDER + "/")
+                and bool(e.get("lfs")) == lfs)
+
+
+def _added(path: str) -> Callable[[list[dict]], None]:
+    return lambda entries: entries.append({"type": "file", "path": path, "oid": "a" * 40, "size": 1})
+
+
+HOSTILE_LISTINGS = {
+    # name: (how the listing is changed, what the one error line names)
+    "non-hex-oid": (lambda entries: _first_file(entries).update(oid="../../../../evil"), "../../../../evil"),
+    "non-hex-lfs-oid": (lambda entries: _first_file(entries, lfs=True)["lfs"].update(oid="zz" * 32), "zz" * 32),
+    "lone-surrogate": (_added(f"{HOSTILE_FOLDER}/evil\udc80.py"), "evil\\udc80.py"),
+    "file-and-folder": (_added(f"{HOSTILE_FOLDER}/__init__.py/evil.py"), "__init__.py"),
+    "long-name": (_added(f"{HOSTILE_FOLDER}/{'e' * 300}.py"), "eeeeeeee"),
+    "deep-path": (_added(f"{HOSTILE_FOLDER}/{'d/' * 2000}evil.py"), "d/d/d/d/"),
+}
+
+
+def _run(args: list[str], endpoint: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_ENDPOINT": endpoint}
+    return subprocess.run([KERNELS, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def _one_line_naming(result: subprocess.CompletedProcess, repo_id: str, shown: str) -> None:
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert repo_id in result.stderr and shown in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_LISTINGS))
+def test_a_malformed_listing_is_refused_by_lock_download_and_verify(hub_env, proxy, tmp_path, name) -> None:
+    """The Hub's tree listings are untrusted input: each bad entry is one line naming the
+    kernel and path, at lock time already, and nothing reaches the cache."""
+    repo_id = f"kernels-test/hostile-listing-{name}"
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(CPU_VARIANT,)),)))
+    locked = write_project(tmp_path / "locked", f'"{repo_id}" = ">=1"', locked=True)
+    fresh = write_project(tmp_path / "fresh", f'"{repo_id}" = ">=1"')
+    change, shown = HOSTILE_LISTINGS[name]
+
+    def rewrite(path: str, data: list[dict]) -> list[dict]:
+        if f"/{repo_id}/tree/" in path:
+            change(data)
+        return data
+
+    proxy.rewrite_json = rewrite
+    _one_line_naming(_run(["lock", str(fresh)], proxy.url), repo_id, shown)
+    assert not (fresh / "kernels.lock").exists()
+    _one_line_naming(_run(["download", "--all-variants", str(locked)], proxy.url), repo_id, shown)
+    root = cache.cache_root()
+    assert not root.exists() or not list(root.glob("*/snapshots/*")) and not list(root.glob("*/blobs/*"))
+    result = _run(["verify", "--online", str(locked)], proxy.url)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert repo_id in result.stdout and shown in result.stdout, result.stdout

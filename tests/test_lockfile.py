@@ -225,6 +225,7 @@ MALFORMED = [
     (entries_with(**{"bad\nkey": 1}), "'[1]['bad\\nkey']'", "unknown key 'bad\\nkey'"),
     (entries_with(variants={UV: variant_with(hash_type=DROP)}), f"'[1].variants.{UV}'", "missing key 'hash_type'"),
     (entries_with(variants={"../x": variant_with()}), "'[1].variants['../x']'", "invalid variant name '../x'"),
+    (entries_with(variants={"torch-" + "x" * 95: variant_with()}), "'[1].variants['torch-xxx", "at most 100 characters"),
     (entries_with(version=2), "'[1].version'", "invalid version 2"),
     (entries_with(version=None), "'[1].version'", "invalid version None"),
     (entries_with(requirement=""), "'[1].requirement'", "invalid requirement ''"),

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from kernel_deps import __version__
+from kernel_deps.entry import interrupted
 from kernel_deps.errors import KernelDepsError, UsageError
 from kernel_deps.settings import PYPROJECT_NAME
 
@@ -16,7 +17,15 @@ _PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
 
 
 class _Group(click.Group):
-    """Renders every KernelDepsError as one line on stderr, with its exit code."""
+    """Renders every KernelDepsError as one line on stderr, with its exit code, and a
+    Ctrl-C as one line, ``interrupted``, with exit code 130 (click would print "Aborted!"
+    and exit 1)."""
+
+    def make_context(self, *args, **kwargs) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:
+            interrupted()
 
     def invoke(self, ctx: click.Context):
         try:
@@ -24,6 +33,8 @@ class _Group(click.Group):
         except KernelDepsError as exc:
             click.echo(f"error: {exc.message}", err=True)
             sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            interrupted()
 
 
 @click.group(cls=_Group)

@@ -34,8 +34,9 @@ from kernel_deps.errors import (
     UsageError,
 )
 from kernel_deps.hashing import is_hashed_path, variant_hash
-from kernel_deps.hub import HubClient, TreeFile
+from kernel_deps.hub import HubClient, TreeFile, path_problem, shown_path
 from kernel_deps.lockfile import LockedKernel, Lockfile
+from kernel_deps.pools import worker_pool
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, LOCK_NAME, is_offline
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.variants import is_valid_variant_name, parse_variant, select_variant, system_for_variant
@@ -110,10 +111,9 @@ def check_tree_paths(task: VariantTask, files: Iterable[TreeFile]) -> dict[str, 
     out: dict[str, TreeFile] = {}
     for entry in files:
         rel = entry.path[len(prefix):] if entry.path.startswith(prefix) else None
-        parts = rel.split("/") if rel else []
-        if not rel or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts):
+        if rel is None or path_problem(rel):
             raise UnsafeRepoContentError(
-                f"{task.label}: the repo lists an unsafe path {entry.path!r}; refusing to download this kernel"
+                f"{task.label}: the repo lists an unsafe path {shown_path(entry.path)}; refusing to download this kernel"
             )
         if is_hashed_path(rel):
             out[rel] = entry
@@ -153,8 +153,9 @@ def download_lock(
 
     hub = hub or HubClient()
     lock_counter = threading.Lock()
-    with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kernel-deps-download") as files_pool:
-        with ThreadPoolExecutor(max_workers=max(1, min(len(missing), max_workers))) as variants_pool:
+    # An interrupt or failure returns at once; files still in flight are not waited for.
+    with worker_pool(max_workers, "kernel-deps-download") as files_pool:
+        with worker_pool(max(1, min(len(missing), max_workers)), "kernel-deps-variant") as variants_pool:
             futures = [variants_pool.submit(_fetch_variant, task, hub, root, files_pool, progress) for task in missing]
             for task, future in zip(missing, futures):
                 files, size = future.result()

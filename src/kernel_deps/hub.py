@@ -6,10 +6,17 @@ call names a full commit SHA, so a result never depends on a ref moving mid-run.
 request goes through one :class:`~kernel_deps.transport.Transport` (offline check,
 timeouts, retries, error mapping); this module builds the URLs and reads the answers.
 What the files mean (metadata, hashes) is for the modules that use them.
+
+The Hub's answers are untrusted input. Every file of a tree listing is checked here,
+once, for every command that reads listings (lock, download, verify --online): its path
+must be one the cache can hold (:func:`path_problem`), its ids well-formed hex, its size
+a count, and no path may be both a file and a folder. A listing that breaks a rule is
+refused with one error naming the kernel and the path.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +25,13 @@ from typing import Callable
 import httpx2
 from huggingface_hub import hf_hub_url
 
-from kernel_deps.errors import HubError, PathNotFoundError, RepoNotFoundError, RevisionNotFoundError
+from kernel_deps.errors import (
+    HubError,
+    PathNotFoundError,
+    RepoNotFoundError,
+    RevisionNotFoundError,
+    UnsafeRepoContentError,
+)
 from kernel_deps.settings import BUILD_DIR, KERNEL, MODEL, REPO_TYPE_PLURALS
 from kernel_deps.spec import validate_repo_id
 from kernel_deps.transport import Target, Transport
@@ -26,6 +39,16 @@ from kernel_deps.versions import GitRef
 
 # metadata.json is a few hundred bytes; anything far larger is not one.
 MAX_SMALL_FILE_BYTES = 1 << 20
+
+# A listed path must fit the cache on common file systems: each name at most NAME_MAX
+# bytes, the whole path well inside PATH_MAX once below the cache folder.
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 1024
+MAX_PATH_PARTS = 64
+_GIT_OID = re.compile(r"[0-9a-f]{40}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_REFUSE = "refusing to lock or download this kernel"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +130,9 @@ class HubClient:
             return []
         prefix = BUILD_DIR + "/"
         return sorted(
-            e["path"][len(prefix):] for e in entries if e.get("type") == "directory" and e["path"].startswith(prefix)
+            e["path"][len(prefix):]
+            for e in entries
+            if e.get("type") == "directory" and isinstance(e["path"], str) and e["path"].startswith(prefix)
         )
 
     def list_variant_files(self, repo_id: str, commit: str, variant: str | None = None) -> list[TreeFile]:
@@ -123,19 +148,7 @@ class HubClient:
             if variant:
                 raise
             return []
-        try:
-            return [
-                TreeFile(
-                    path=e["path"],
-                    size=int(e["lfs"]["size"] if e.get("lfs") else e["size"]),
-                    blob_id=e["oid"],
-                    lfs_sha256=e["lfs"]["oid"] if e.get("lfs") else None,
-                )
-                for e in entries
-                if e.get("type") == "file"
-            ]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise HubError(f"{repo_id}@{commit[:12]}: the Hub's tree listing of {folder} is malformed ({exc!r})") from None
+        return check_listing(repo_id, commit, folder, entries)
 
     def read_small_file(self, repo_id: str, commit: str, path: str, limit: int = MAX_SMALL_FILE_BYTES) -> bytes:
         """The bytes of one small file at ``commit``; refuses files over ``limit`` bytes."""
@@ -228,6 +241,91 @@ class HubClient:
         """``<endpoint>/api/<kernels|models>/<repo_id>/<tail>`` for the repo's type."""
         plural = REPO_TYPE_PLURALS[self.repo_type(repo_id)]
         return f"{self.endpoint}/api/{plural}/{repo_id}/{tail}"
+
+
+def shown_path(path: object) -> str:
+    """``path`` quoted for a one-line message: escaped, and shortened when long."""
+    text = repr(path)
+    return text if len(text) <= 120 else f"{text[:80]}...{text[-30:]} ({len(text)} characters)"
+
+
+def path_problem(path: object) -> str | None:
+    """Why ``path`` (a repo path, or one relative to a variant folder) cannot be placed
+    in the cache safely; None when it can."""
+    if not isinstance(path, str) or not path:
+        return "a path must be non-empty text"
+    try:
+        raw = path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "it is not valid UTF-8 (a lone surrogate)"
+    if "\\" in path:
+        return "it contains a backslash"
+    if _CONTROL.search(path):
+        return "it contains a control character"
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return "it has an empty, '.' or '..' part, or starts with '/'"
+    if len(parts) > MAX_PATH_PARTS:
+        return f"it is {len(parts)} folders deep (at most {MAX_PATH_PARTS})"
+    if len(raw) > MAX_PATH_BYTES:
+        return f"it is {len(raw)} bytes long (at most {MAX_PATH_BYTES})"
+    longest = max(len(part.encode("utf-8")) for part in parts)
+    if longest > MAX_NAME_BYTES:
+        return f"it has a name {longest} bytes long (at most {MAX_NAME_BYTES})"
+    return None
+
+
+def check_listing(repo_id: str, commit: str, folder: str, entries: list[dict]) -> list[TreeFile]:
+    """The files of a tree listing of ``folder``, each checked; one error naming the kernel
+    and path for the first entry that cannot be placed in the cache as listed."""
+    where = f"{repo_id}@{commit[:12]}"
+    files: list[TreeFile] = []
+    folders: set[str] = set()
+    for entry in entries:
+        path = entry["path"]
+        if problem := path_problem(path):
+            raise UnsafeRepoContentError(f"{where}: the repo lists an unsafe path {shown_path(path)}: {problem}; {_REFUSE}")
+        if not path.startswith(f"{folder}/"):
+            raise HubError(f"{where}: the Hub's listing of {folder} names {shown_path(path)}, outside it; {_REFUSE}")
+        parts = path.split("/")
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        kind = entry.get("type")
+        if kind == "directory":
+            folders.add(path)
+        elif kind == "file":
+            files.append(_tree_file(where, entry))
+    seen: set[str] = set()
+    for file in files:
+        if file.path in folders or file.path in seen:
+            what = "both a file and a folder" if file.path in folders else "more than once"
+            raise UnsafeRepoContentError(f"{where}: the repo lists {shown_path(file.path)} {what}; {_REFUSE}")
+        seen.add(file.path)
+    return files
+
+
+def _tree_file(where: str, entry: dict) -> TreeFile:
+    """One file entry of a tree listing as a TreeFile; HubError when a field is malformed."""
+    path = entry["path"]
+
+    def malformed(what: str, value: object) -> HubError:
+        return HubError(
+            f"{where}: the Hub lists {shown_path(path)} with a malformed {what} {shown_path(value)}; {_REFUSE} "
+            "(is HF_ENDPOINT a Hugging Face Hub?)"
+        )
+
+    oid, lfs, size = entry.get("oid"), entry.get("lfs"), entry.get("size")
+    if not isinstance(oid, str) or not _GIT_OID.fullmatch(oid):
+        raise malformed("git blob id", oid)
+    lfs_sha256 = None
+    if lfs:
+        if not isinstance(lfs, dict):
+            raise malformed("LFS record", lfs)
+        lfs_sha256, size = lfs.get("oid"), lfs.get("size")
+        if not isinstance(lfs_sha256, str) or not _SHA256.fullmatch(lfs_sha256):
+            raise malformed("LFS SHA-256", lfs_sha256)
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise malformed("size", size)
+    return TreeFile(path=path, size=size, blob_id=oid, lfs_sha256=lfs_sha256)
 
 
 def _parse_refs(repo_id: str, resp: httpx2.Response) -> tuple[GitRef, ...]:

@@ -59,16 +59,17 @@ class KernelIndex:
         self._memo: dict[tuple, _Once] = {}
         self._lock = threading.Lock()
 
-    def close(self) -> None:
-        """Stop background work (pending prefetches are dropped)."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        self._calls.shutdown(wait=True, cancel_futures=True)
+    def close(self, *, wait: bool = True) -> None:
+        """Stop background work (pending prefetches are dropped); ``wait`` for running calls."""
+        self._pool.shutdown(wait=wait, cancel_futures=True)
+        self._calls.shutdown(wait=wait, cancel_futures=True)
 
     def __enter__(self) -> "KernelIndex":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        # After an interrupt or failure, Hub calls still running are not waited for.
+        self.close(wait=exc_type is None)
 
     # -- answers ----------------------------------------------------------------------
 

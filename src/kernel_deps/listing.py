@@ -8,11 +8,11 @@ once). Hub failures propagate as :mod:`kernel_deps.errors` types.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from kernel_deps.errors import UsageError
 from kernel_deps.hub import HubClient
+from kernel_deps.pools import worker_pool
 from kernel_deps.settings import HUB_WORKERS, KERNEL
 from kernel_deps.versions import KernelVersion, RefKind, default_requirement, versions_from_refs
 
@@ -53,7 +53,7 @@ def list_versions(repo_id: str, *, hub: HubClient | None = None) -> VersionListi
     commits = sorted({v.ref.commit for v in found})
     counts: dict[str, int] = {}
     if commits:
-        with ThreadPoolExecutor(max_workers=min(HUB_WORKERS, len(commits))) as pool:
+        with worker_pool(min(HUB_WORKERS, len(commits)), "kernel-deps-listing") as pool:
             counts = dict(zip(commits, pool.map(lambda c: len(hub.list_variants(repo_id, c)), commits)))
     listed = tuple(
         ListedVersion(v.ref.name, v.ref.kind, str(v.version), v.ref.commit, counts[v.ref.commit]) for v in found

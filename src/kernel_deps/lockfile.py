@@ -15,7 +15,8 @@ is checked in one place:
 
 Other tools' lock formats are read in :mod:`kernel_deps.compat`, through the helpers
 below; files are written through :mod:`kernel_deps.atomicfile`. This module imports
-``errors``, ``hashing``, ``spec`` (the repo id rule) and ``atomicfile``, nothing heavier.
+``errors``, ``hashing``, ``spec`` (the repo id rule), ``variants`` (the longest variant
+name) and ``atomicfile``, nothing heavier.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from kernel_deps import atomicfile
 from kernel_deps.errors import InvalidRepoIdError, LockfileError
 from kernel_deps.hashing import HASH_TYPE
 from kernel_deps.spec import validate_repo_id
+from kernel_deps.variants import MAX_NAME_LENGTH as MAX_VARIANT_NAME_LENGTH
 
 __all__ = ["LockedKernel", "Lockfile", "VariantLock", "read_lock_text", "read_lockfile", "write_lockfile"]
 
@@ -161,8 +163,9 @@ class LockedKernel:
         if not isinstance(self.variants, Mapping):
             raise invalid(".variants", "variants", self.variants, "expected an object of variant name -> hash")
         for name, lock in self.variants.items():
-            if not isinstance(name, str) or not _VARIANT.fullmatch(name):
-                raise invalid(f".variants{step(name)}", "variant name", name, "expected a build variant folder name")
+            if not isinstance(name, str) or not _VARIANT.fullmatch(name) or len(name) > MAX_VARIANT_NAME_LENGTH:
+                raise invalid(f".variants{step(name)}", "variant name", name,
+                              f"expected a build variant folder name of at most {MAX_VARIANT_NAME_LENGTH} characters")
             if not isinstance(lock, VariantLock):
                 raise invalid(f".variants{step(name)}", "variant lock", lock, "expected a VariantLock")
         for key in ("version", "requirement"):

@@ -50,7 +50,8 @@ from typing import Iterable
 from kernel_deps.errors import KernelDepsError, UsageError
 from kernel_deps.system import SystemInfo, abi_label, backend_label, dotted
 
-_MAX_NAME_LENGTH = 100
+# The longest variant folder name; kernel_deps.lockfile applies the same limit to locked names.
+MAX_NAME_LENGTH = 100
 _ARCH_BUILD = re.compile(
     r"(?:(?P<framework>torch|torch-stable-abi|tvm-ffi)(?P<fver>[0-9]+))"
     r"(?:-(?P<abi>cxx11|cxx98))?"
@@ -108,7 +109,7 @@ class Variant:
 
 def parse_variant(name: str) -> Variant | None:
     """The parsed variant, or None when ``name`` is not a valid variant folder name."""
-    if not isinstance(name, str) or len(name) > _MAX_NAME_LENGTH:
+    if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH:
         return None
     if name.startswith("torch-") and name[len("torch-"):] in _NOARCH_BACKENDS:
         backend = _NOARCH_BACKENDS[name[len("torch-"):]]

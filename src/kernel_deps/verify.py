@@ -10,18 +10,18 @@ collected, none is printed: the CLI renders the report.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from kernel_deps import cache
-from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UsageError
+from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UnsafeRepoContentError, UsageError
 from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
 from kernel_deps.compat import read_lock_for_use
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.locking import lock_path
+from kernel_deps.pools import worker_pool
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, is_offline
 from kernel_deps.pyproject import read_requirements
 from kernel_deps.sync import RELOCK_HINT, Problem, check_sync
@@ -172,7 +172,7 @@ def check_this_machine(
 
 def check_hub(lock: Lockfile, hub: HubClient) -> list[Problem]:
     """Ask the Hub: does each locked commit exist as locked, does its named ref still point at it?"""
-    with KernelIndex(hub) as index, ThreadPoolExecutor(max_workers=HUB_WORKERS) as pool:
+    with KernelIndex(hub) as index, worker_pool(HUB_WORKERS, "kernel-deps-verify") as pool:
         found = list(pool.map(lambda kernel: _check_remote(kernel, index), lock.kernels))
     return [problem for problems in found for problem in problems]
 
@@ -193,7 +193,7 @@ def _check_remote(kernel: LockedKernel, index: KernelIndex) -> list[Problem]:
         message = (f"{repo_id}: the locked commit {sha[:12]} no longer exists on the Hub (history rewritten?); "
                    f"run 'kernels lock --upgrade-package {repo_id}' to pin a commit that exists")  # fmt: skip
         return problems + [Problem("commit-missing", repo_id, None, None, message, sha, None)]
-    except HubError as exc:
+    except (HubError, UnsafeRepoContentError) as exc:  # a listing that cannot be locked or placed
         return problems + [Problem("hub-error", repo_id, None, None, exc.message)]
     remote = {name: tree.variant_hash(name) for name in tree.files}
     at = f"at {sha[:12]}; kernels.lock does not match the Hub (edited by hand?); {RELOCK_HINT}"
