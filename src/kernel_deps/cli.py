@@ -41,11 +41,12 @@ def main() -> None:
 def versions(repo_id: str, as_json: bool) -> None:
     """List the versions (tags vX.Y.Z and branches vN) a kernel repo offers, newest first."""
     hub = HubClient()
-    listing = hub.list_refs(repo_id)
-    found = versions_from_refs(listing.refs)
-    commits = sorted({v.ref.commit for v in found})
-    with ThreadPoolExecutor(max_workers=HUB_WORKERS) as pool:
-        counts = dict(zip(commits, pool.map(lambda c: len(hub.list_variants(repo_id, c)), commits)))
+    with hub.operation():
+        listing = hub.list_refs(repo_id)
+        found = versions_from_refs(listing.refs)
+        commits = sorted({v.ref.commit for v in found})
+        with ThreadPoolExecutor(max_workers=HUB_WORKERS) as pool:
+            counts = dict(zip(commits, pool.map(lambda c: len(hub.list_variants(repo_id, c)), commits)))
 
     if as_json:
         payload = {
@@ -137,12 +138,13 @@ def add(requirement: str, project_dir: Path) -> None:
 
     repo_id, value = parse_add_argument(requirement)
     hub = HubClient()
-    if value is None:
-        value = default_requirement(versions_from_refs(hub.list_refs(repo_id).refs))
+    with hub.operation():  # one time budget for the look-up and the relock
         if value is None:
-            raise UsageError(f"{repo_id} has no versions (no vX.Y.Z tags or vN branches); add it as {repo_id}@REVISION")
-    source = str(project_dir / "pyproject.toml")
-    outcome = edit_and_relock(project_dir, lambda text: add_requirement(text, repo_id, value, source=source), hub=hub)
+            value = default_requirement(versions_from_refs(hub.list_refs(repo_id).refs))
+            if value is None:
+                raise UsageError(f"{repo_id} has no versions (no vX.Y.Z tags or vN branches); add it as {repo_id}@REVISION")
+        source = str(project_dir / "pyproject.toml")
+        outcome = edit_and_relock(project_dir, lambda text: add_requirement(text, repo_id, value, source=source), hub=hub)
     click.echo(f"Added {repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
     _render_outcome(outcome, as_json=False, check=False)
 
@@ -169,6 +171,9 @@ def _download_progress(quiet: bool):
             state = "already in the cache, verified" if cached else f"downloaded {files} files ({size:,} bytes), verified"
             click.echo(f"{task.label}: {state}")
 
+        def message(self, text):
+            click.echo(text, err=True)
+
     class Bar(Lines):
         def start(self, tasks):
             from tqdm import tqdm
@@ -181,6 +186,10 @@ def _download_progress(quiet: bool):
         def variant_done(self, task, **kwargs):
             self.bar.clear()
             super().variant_done(task, **kwargs)
+
+        def message(self, text):
+            self.bar.clear()
+            super().message(text)
 
     if quiet:
         return Progress()

@@ -76,7 +76,8 @@ def lock_project(
     for repo_id in upgrade_packages:
         pins.pop(repo_id, None)
 
-    with KernelIndex(hub or HubClient()) as index:
+    hub = hub or HubClient()
+    with hub.operation(), KernelIndex(hub) as index:  # one time budget for the whole resolution
         resolution = resolve(requirements, index, pins=pins)
         lock = build_lockfile(resolution, requirements, index)
 

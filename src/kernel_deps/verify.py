@@ -98,7 +98,9 @@ def verify_project(
     if require_cached:
         problems += check_this_machine(lock, present, system or detect_system(), cache_root)
     if online:
-        problems += check_hub(lock, hub or HubClient())
+        hub = hub or HubClient()
+        with hub.operation():  # one time budget for every question to the Hub
+            problems += check_hub(lock, hub)
     return VerifyReport(path, len(lock.kernels), problems, checked, online)
 
 
