@@ -20,6 +20,7 @@ import json
 import os
 import secrets
 import shutil
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,9 @@ def cache_root() -> Path:
     if hf_home:
         return Path(hf_home).expanduser() / "hub"
     # Imported here: loading a kernel should not pay for importing the Hub client.
+    from kernel_deps.settings import import_huggingface_hub
+
+    import_huggingface_hub()
     from huggingface_hub import constants
 
     return Path(constants.HF_HUB_CACHE).expanduser()
@@ -200,11 +204,46 @@ def blob_is_valid(repo: Path, content_hash: str) -> bool:
         return False
 
 
-def temp_path(repo: Path, label: str) -> Path:
-    """A fresh path for an in-progress download, outside ``blobs/`` and ``snapshots/``."""
+# A partial download this old belongs to no running download: remove it.
+STALE_PARTIAL_SECONDS = 24 * 3600
+
+
+def partial_path(repo: Path, content_hash: str) -> Path:
+    """Where the blob ``content_hash`` is downloaded, outside ``blobs/`` and ``snapshots/``.
+
+    The name depends on the content only, so a run resumes what an interrupted one left;
+    the download holds :func:`partial_lock_path` while it writes there.
+    """
     folder = repo / _OWN / "tmp"
     folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{label}.{secrets.token_hex(6)}.part"
+    return folder / f"{content_hash}.part"
+
+
+def lock_dir(repo: Path) -> Path:
+    """Where the lock files of a repo's downloads live (``<cache>/.locks/<repo folder>``)."""
+    return repo.parent / ".locks" / repo.name
+
+
+def partial_lock_path(repo: Path, content_hash: str) -> Path:
+    """The lock file a download of blob ``content_hash`` holds (one writer per blob, any process)."""
+    folder = lock_dir(repo)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{content_hash}.part.kernel-deps.lock"
+
+
+def remove_stale_partials(repo: Path, max_age: float = STALE_PARTIAL_SECONDS) -> list[Path]:
+    """Remove partial downloads, and their lock files, untouched for ``max_age`` seconds."""
+    cutoff = time.time() - max_age
+    candidates = [*(repo / _OWN / "tmp").glob("*.part"), *lock_dir(repo).glob("*.part.kernel-deps.lock")]
+    removed = []
+    for path in sorted(candidates):
+        try:
+            if path.lstat().st_mtime < cutoff:
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            continue  # gone already, or not ours to remove: the next run tries again
+    return removed
 
 
 def place_blob(repo: Path, verified_file: Path, content_hash: str) -> None:

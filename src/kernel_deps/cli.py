@@ -166,10 +166,11 @@ def add(requirement: str, project_dir: Path | None, legacy_project: Path | None)
 
     repo_id, value = parse_add_argument(requirement)
     hub = HubClient()
-    if value is None:
-        value = requirement_for_newest(repo_id, hub=hub)
-    source = str(project_dir / PYPROJECT_NAME)
-    outcome = edit_and_relock(project_dir, lambda text: add_requirement(text, repo_id, value, source=source), hub=hub)
+    with hub.operation():  # one time budget for the look-up and the relock
+        if value is None:
+            value = requirement_for_newest(repo_id, hub=hub)
+        source = str(project_dir / PYPROJECT_NAME)
+        outcome = edit_and_relock(project_dir, lambda text: add_requirement(text, repo_id, value, source=source), hub=hub)
     click.echo(f"Added {repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
     _render_outcome(outcome, as_json=False, check=False)
 
@@ -198,6 +199,9 @@ def _download_progress(quiet: bool):
             state = "already in the cache, verified" if cached else f"downloaded {files} files ({size:,} bytes), verified"
             click.echo(f"{task.label}: {state}")
 
+        def message(self, text):
+            click.echo(text, err=True)
+
     class Bar(Lines):
         def start(self, tasks):
             from tqdm import tqdm
@@ -210,6 +214,10 @@ def _download_progress(quiet: bool):
         def variant_done(self, task, **kwargs):
             self.bar.clear()
             super().variant_done(task, **kwargs)
+
+        def message(self, text):
+            self.bar.clear()
+            super().message(text)
 
     if quiet:
         return Progress()

@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from kernel_deps import cache
 from kernel_deps.errors import (
+    CacheBusyError,
     DownloadVerificationError,
+    HubError,
     OfflineError,
     PathNotFoundError,
     UnsafeRepoContentError,
@@ -37,7 +40,7 @@ from kernel_deps.hashing import is_hashed_path, variant_hash
 from kernel_deps.hub import HubClient, TreeFile, path_problem, shown_path
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.pools import worker_pool
-from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, LOCK_NAME, is_offline
+from kernel_deps.settings import BUDGET_ENV, BUILD_DIR, HUB_WORKERS, LOCK_NAME, is_offline
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.variants import is_valid_variant_name, parse_variant, select_variant, system_for_variant
 
@@ -75,6 +78,13 @@ class Progress:
 
     def variant_done(self, task: VariantTask, *, cached: bool, files: int, size: int) -> None:
         """Called when a variant is present and verified."""
+
+    def message(self, text: str) -> None:
+        """Called with a line the user should see while waiting (e.g. for another download)."""
+
+
+# Waiting this long for another process's lock is worth telling the user about.
+LOCK_NOTICE_SECONDS = 2.0
 
 
 def choose_variants(
@@ -153,19 +163,21 @@ def download_lock(
 
     hub = hub or HubClient()
     lock_counter = threading.Lock()
-    # An interrupt or failure returns at once; files still in flight are not waited for.
-    with worker_pool(max_workers, "kernel-deps-download") as files_pool:
-        with worker_pool(max(1, min(len(missing), max_workers)), "kernel-deps-variant") as variants_pool:
-            futures = [variants_pool.submit(_fetch_variant, task, hub, root, files_pool, progress) for task in missing]
-            for task, future in zip(missing, futures):
-                files, size = future.result()
-                with lock_counter:
-                    if files or size:
-                        report.fetched.append(task)
-                    else:
-                        report.already_cached.append(task)
-                    report.files_fetched += files
-                    report.bytes_fetched += size
+    # One time budget for the whole download. An interrupt or failure returns at once;
+    # files still in flight are not waited for.
+    with hub.operation():
+        with worker_pool(max_workers, "kernel-deps-download") as files_pool:
+            with worker_pool(max(1, min(len(missing), max_workers)), "kernel-deps-variant") as variants_pool:
+                futures = [variants_pool.submit(_fetch_variant, task, hub, root, files_pool, progress) for task in missing]
+                for task, future in zip(missing, futures):
+                    files, size = future.result()
+                    with lock_counter:
+                        if files:
+                            report.fetched.append(task)
+                        else:
+                            report.already_cached.append(task)
+                        report.files_fetched += files
+                        report.bytes_fetched += size
     return report
 
 
@@ -180,12 +192,13 @@ def _fetch_variant(
     """Fetch, verify and place one variant; returns (files fetched, bytes fetched)."""
     kernel = task.kernel
     repo = cache.repo_dir(kernel.repo_id, hub.repo_type(kernel.repo_id), root)
-    lock_file = root / ".locks" / repo.name / f"{kernel.sha}.{task.variant}.kernel-deps.lock"
+    lock_file = cache.lock_dir(repo) / f"{kernel.sha}.{task.variant}.kernel-deps.lock"
     lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(lock_file)):
+    with _acquire(FileLock(str(lock_file)), task.label, hub, progress):
         if _cached_ok(task, root):  # another process finished it while we waited
             progress.variant_done(task, cached=True, files=0, size=0)
             return 0, 0
+        cache.remove_stale_partials(repo)
         try:
             listed = hub.list_variant_files(kernel.repo_id, kernel.sha, task.variant)
         except PathNotFoundError:
@@ -201,7 +214,11 @@ def _fetch_variant(
                 f"{task.label}: the Hub serves different content at {kernel.sha[:12]} than kernels.lock pins "
                 f"(Expected {expected}, Got {served}); the repo may have been rewritten; nothing was downloaded"
             )
-        fetched = [(rel, entry) for rel, entry in listing.items() if not cache.blob_is_valid(repo, entry.content_hash)]
+        blobs: dict[str, tuple[str, TreeFile]] = {}  # one download per content, however many paths share it
+        for rel, entry in listing.items():
+            if entry.content_hash not in blobs and not cache.blob_is_valid(repo, entry.content_hash):
+                blobs[entry.content_hash] = (rel, entry)
+        fetched = list(blobs.values())
         results = list(pool.map(lambda item: _fetch_file(task, hub, repo, item[1], item[0], progress), fetched))
         cache.place_variant(repo, kernel.sha, task.variant, {rel: e.content_hash for rel, e in listing.items()})
     size = sum(results)
@@ -209,23 +226,71 @@ def _fetch_variant(
     return len(fetched), size
 
 
-def _fetch_file(task: VariantTask, hub: HubClient, repo: Path, entry: TreeFile, rel: str, progress: Progress) -> int:
-    """Download one file to a private path, verify it, and make it a blob."""
-    temp = cache.temp_path(repo, entry.content_hash)
+@contextmanager
+def _acquire(lock: FileLock, label: str, hub: HubClient, progress: Progress) -> Iterator[None]:
+    """Hold ``lock``, waiting for another process at most the operation's time left;
+    a wait longer than a moment is told through ``progress``."""
+    transport = hub.transport
     try:
-        hub.download_to(task.kernel.repo_id, task.kernel.sha, entry.path, temp, size=entry.size, on_bytes=progress.add_bytes)
-        kind = cache.hash_kind(entry.content_hash)
-        got = cache.content_hash_of(temp, kind)
-        size = temp.stat().st_size
-        if got != entry.content_hash or size != entry.size:
+        lock.acquire(timeout=max(min(LOCK_NOTICE_SECONDS, transport.time_left()), 0))
+    except Timeout:
+        progress.message(f"waiting for another kernels download of {label} (lock {lock.lock_file}) ...")
+        try:
+            lock.acquire(timeout=max(transport.time_left(), 0))
+        except Timeout:
+            raise CacheBusyError(
+                f"{label}: another kernels download held {lock.lock_file} until the {transport.budget:g} s budget was spent; "
+                f"run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that file if none is running"
+            ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _fetch_file(task: VariantTask, hub: HubClient, repo: Path, entry: TreeFile, rel: str, progress: Progress) -> int:
+    """Download one file, verify it, and make it a blob; returns the bytes received.
+
+    The file is written to its partial path (one writer at a time, any process); what an
+    interrupted run left there is resumed. A partial file stays only when the Hub fails
+    part-way, for the next run to resume; anything that fails verification is removed.
+    """
+    partial = cache.partial_path(repo, entry.content_hash)
+    label = f"{task.label} {rel}"
+    with _acquire(FileLock(str(cache.partial_lock_path(repo, entry.content_hash))), label, hub, progress):
+        if cache.blob_is_valid(repo, entry.content_hash):  # another download placed it meanwhile
+            return 0
+        keep = False
+        try:
+            if partial.exists() and partial.stat().st_size > entry.size:
+                partial.unlink()
+            resumed = partial.exists() and partial.stat().st_size > 0
+            received = 0
+            for attempt in ("resume", "fresh") if resumed else ("fresh",):
+                if attempt == "fresh":
+                    partial.unlink(missing_ok=True)
+                if not partial.exists() or partial.stat().st_size < entry.size:
+                    try:
+                        received += hub.download_to(
+                            task.kernel.repo_id, task.kernel.sha, entry.path, partial,
+                            size=entry.size, on_bytes=progress.add_bytes,
+                        )
+                    except HubError:
+                        keep = partial.exists() and partial.stat().st_size > 0  # resumable next run
+                        raise
+                kind = cache.hash_kind(entry.content_hash)
+                got = cache.content_hash_of(partial, kind)
+                size = partial.stat().st_size
+                if got == entry.content_hash and size == entry.size:
+                    cache.place_blob(repo, partial, entry.content_hash)
+                    return received
             raise DownloadVerificationError(
                 f"{task.label}: {rel} does not match the Hub's listing "
                 f"(Expected {kind} {entry.content_hash}, {entry.size} bytes; Got {got}, {size} bytes); removed it"
             )
-        cache.place_blob(repo, temp, entry.content_hash)
-        return size
-    finally:
-        temp.unlink(missing_ok=True)
+        finally:
+            if not keep:
+                partial.unlink(missing_ok=True)
 
 
 def download_project(

@@ -94,6 +94,10 @@ class FileWriteError(KernelDepsError):
     """A file could not be written (permissions, full disk); nothing was half-written."""
 
 
+class CacheBusyError(KernelDepsError):
+    """Another process held a download lock of the cache for the whole time budget."""
+
+
 class DownloadVerificationError(KernelDepsError):
     """What the Hub served does not match what kernels.lock pins."""
 

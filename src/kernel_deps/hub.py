@@ -18,9 +18,15 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from kernel_deps.settings import import_huggingface_hub
+
+import_huggingface_hub()  # first: malformed HF_* settings must not fail this import
 
 import httpx2
 from huggingface_hub import hf_hub_url
@@ -96,6 +102,12 @@ class HubClient:
     def endpoint(self) -> str:
         return self.transport.endpoint
 
+    @contextmanager
+    def operation(self) -> Iterator["HubClient"]:
+        """One operation (a command) under one time budget: see :meth:`Transport.operation`."""
+        with self.transport.operation():
+            yield self
+
     # -- refs -------------------------------------------------------------------------
 
     def list_refs(self, repo_id: str) -> RepoRefs:
@@ -156,7 +168,7 @@ class HubClient:
 
         def read(resp: httpx2.Response) -> bytes:
             chunks, total = [], 0
-            for chunk in resp.iter_bytes():
+            for chunk in self.transport.chunks(resp):
                 total += len(chunk)
                 if total > limit:
                     raise HubError(f"{repo_id}@{commit[:12]}: {path} is larger than {limit} bytes; refusing to read it")
@@ -186,11 +198,15 @@ class HubClient:
         *,
         size: int | None = None,
         on_bytes: Callable[[int], None] | None = None,
-    ) -> None:
-        """Stream one file at ``commit`` into ``dest``; a retry after a transient fault
-        resumes with a Range request where the server allows it."""
+    ) -> int:
+        """Stream one file at ``commit`` into ``dest``; returns the bytes received.
+
+        What ``dest`` already holds (a retry after a transient fault, or a partial file an
+        earlier run left) is resumed with a Range request where the server allows it,
+        else the file starts over.
+        """
         url = hf_hub_url(repo_id, path, repo_type=self.repo_type(repo_id), revision=commit, endpoint=self.endpoint)
-        have, ranged = 0, False
+        have, ranged, received = 0, False, 0
 
         def range_header() -> dict[str, str]:
             nonlocal have, ranged
@@ -199,16 +215,22 @@ class HubClient:
             return {"Range": f"bytes={have}-"} if ranged else {}
 
         def write(resp: httpx2.Response) -> None:
+            nonlocal received
             resumed = resp.status_code == 206 and ranged
-            if on_bytes and have and not resumed:
-                on_bytes(-have)  # starting over: take back what was counted
+            if not resumed and received:
+                if on_bytes:
+                    on_bytes(-received)  # starting over: take back what was counted
+                received = 0
             with open(dest, "ab" if resumed else "wb") as out:
-                for chunk in resp.iter_bytes():  # as it arrives: a cut keeps what came
+                for chunk in self.transport.chunks(resp):  # as it arrives: a cut or a kill keeps what came
                     out.write(chunk)
+                    out.flush()
+                    received += len(chunk)
                     if on_bytes:
                         on_bytes(len(chunk))
 
         self.transport.stream(url, Target(repo_id, commit, path), write, headers=range_header)
+        return received
 
     def _list_tree(self, repo_id: str, commit: str, folder: str, *, recursive: bool) -> list[dict]:
         """The tree entries under ``folder`` at ``commit``, following pagination;

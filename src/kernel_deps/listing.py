@@ -48,13 +48,14 @@ def list_versions(repo_id: str, *, hub: HubClient | None = None) -> VersionListi
     Lists the refs once, then the ``build/`` folder of each distinct commit once.
     """
     hub = hub or HubClient()
-    refs = hub.list_refs(repo_id)
-    found: list[KernelVersion] = versions_from_refs(refs.refs)
-    commits = sorted({v.ref.commit for v in found})
-    counts: dict[str, int] = {}
-    if commits:
-        with worker_pool(min(HUB_WORKERS, len(commits)), "kernel-deps-listing") as pool:
-            counts = dict(zip(commits, pool.map(lambda c: len(hub.list_variants(repo_id, c)), commits)))
+    with hub.operation():  # one time budget for the whole listing
+        refs = hub.list_refs(repo_id)
+        found: list[KernelVersion] = versions_from_refs(refs.refs)
+        commits = sorted({v.ref.commit for v in found})
+        counts: dict[str, int] = {}
+        if commits:
+            with worker_pool(min(HUB_WORKERS, len(commits)), "kernel-deps-listing") as pool:
+                counts = dict(zip(commits, pool.map(lambda c: len(hub.list_variants(repo_id, c)), commits)))
     listed = tuple(
         ListedVersion(v.ref.name, v.ref.kind, str(v.version), v.ref.commit, counts[v.ref.commit]) for v in found
     )

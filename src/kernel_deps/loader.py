@@ -188,7 +188,8 @@ def get_kernel(repo_id: str, version: str | int | None = None, revision: str | N
         raise KernelDepsError(f"get_kernel({repo_id!r}): pass version or revision, not both")
     value: object = {"revision": revision} if revision is not None else (version if version is not None else ">=0.0.0a0")
     requirement = parse_requirement(repo_id, value, source="get_kernel()")
-    with KernelIndex(HubClient()) as index:
+    hub = HubClient()
+    with hub.operation(), KernelIndex(hub) as index:  # resolving has one time budget; downloading its own
         resolution = resolve([requirement], index)
         lock = build_lockfile(resolution, [requirement], index)
     return _load(repo_id, LockSource(lock, "get_kernel", f"resolved {requirement.describe()}"), allow_download=True)

@@ -77,7 +77,8 @@ def lock_project(
         # Every requirement is met by its pin, so resolving would keep every pin, and a
         # pinned commit's variants and dependencies cannot change: no Hub needed.
         return LockOutcome(path, previous, previous, [], True, False)
-    with KernelIndex(hub or HubClient()) as index:
+    hub = hub or HubClient()
+    with hub.operation(), KernelIndex(hub) as index:  # one time budget for the whole resolution
         resolution = resolve(requirements, index, pins=pins)
         lock = build_lockfile(resolution, requirements, index, pins=pins)
 

@@ -64,7 +64,8 @@ def outdated_project(project_dir: Path, *, hub: HubClient | None = None) -> Outd
     requirements = read_requirements(project_dir)
     path = lock_path(project_dir)
     lock = read_lockfile(path)
-    with KernelIndex(hub or HubClient()) as index:
+    hub = hub or HubClient()
+    with hub.operation(), KernelIndex(hub) as index:  # one time budget for every question
         upgraded = resolve(requirements, index)
         found = []
         for entry in lock.kernels:

@@ -10,7 +10,10 @@ This module imports nothing heavy: the CLI's start-up and the build hooks read i
 
 from __future__ import annotations
 
+import math
 import os
+import sys
+from urllib.parse import urlsplit
 
 from kernel_deps.errors import UsageError
 
@@ -34,6 +37,9 @@ HUB_WORKERS = 8
 OFFLINE_ENV = "HF_HUB_OFFLINE"
 BUDGET_ENV = "KERNELS_HUB_BUDGET"
 ALLOW_STALE_ENV = "KERNELS_ALLOW_STALE_LOCK"
+ENDPOINT_ENV = "HF_ENDPOINT"
+# Whole numbers huggingface_hub parses when it is imported (a traceback when malformed).
+HUB_INT_ENVS = ("HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT")
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -51,16 +57,80 @@ def env_flag(name: str) -> bool:
 
 
 def env_seconds(name: str, default: float) -> float:
-    """A number of seconds from the environment (unset or empty: ``default``); UsageError otherwise."""
+    """A finite, non-negative number of seconds from the environment (unset or empty:
+    ``default``); UsageError for anything else (``nan``, ``inf``, ``-1``, ``soon``)."""
     raw = os.environ.get(name, "")
     if not raw.strip():
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
-        raise UsageError(f"{name}={raw!r}: expected a number of seconds") from None
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{name}={raw!r}: expected a number of seconds (0 or more, finite)")
+    return value
 
 
 def is_offline() -> bool:
     """True when ``HF_HUB_OFFLINE`` asks for no network (read now, not at import)."""
     return env_flag(OFFLINE_ENV)
+
+
+# -- the Hub's own settings -------------------------------------------------------------
+
+
+def _bad_hub_settings() -> dict[str, str]:
+    """The Hub-related variables huggingface_hub would fail on at import: name -> value."""
+    bad = {name: os.environ[name] for name in HUB_INT_ENVS if name in os.environ and not _is_int(os.environ[name])}
+    endpoint = os.environ.get(ENDPOINT_ENV)
+    if endpoint and endpoint_problem(endpoint):
+        bad[ENDPOINT_ENV] = endpoint
+    return bad
+
+
+def import_huggingface_hub() -> None:
+    """Import huggingface_hub with malformed settings it reads at import set aside.
+
+    huggingface_hub parses some variables when it is imported and raises a traceback on a
+    malformed one, which would break even commands that never use the Hub (``--version``,
+    an offline ``verify``). The variables are restored at once; :func:`check_hub_settings`
+    turns them into bad input for the commands that do need the Hub.
+    """
+    if "huggingface_hub.constants" in sys.modules:
+        return
+    aside = _bad_hub_settings()
+    for name in aside:
+        del os.environ[name]
+    try:
+        import huggingface_hub.constants  # noqa: F401
+    finally:
+        os.environ.update(aside)
+
+
+def check_hub_settings() -> None:
+    """UsageError naming the first Hub-related variable that is malformed."""
+    for name, raw in _bad_hub_settings().items():
+        if name == ENDPOINT_ENV:
+            raise UsageError(f"{name}={raw!r}: {endpoint_problem(raw)}; set it to the Hub's URL, e.g. https://huggingface.co")
+        raise UsageError(f"{name}={raw!r}: expected a whole number of seconds")
+
+
+def endpoint_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a Hub endpoint, or None when it can."""
+    try:
+        parts = urlsplit(url.strip())
+        if parts.port == 0:  # reading the port raises for one out of range or not a number
+            return "port 0 is not a port a Hub listens on"
+    except ValueError as exc:
+        return f"not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "not an http:// or https:// URL with a host"
+    return None
+
+
+def _is_int(raw: str) -> bool:
+    try:
+        int(raw)
+    except ValueError:
+        return False
+    return True

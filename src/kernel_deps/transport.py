@@ -1,11 +1,17 @@
 """The one road to the Hub: every HTTP request kernel-deps sends goes through a Transport.
 
 A :class:`Transport` refuses to send anything while ``HF_HUB_OFFLINE`` is set, gives every
-attempt connect and read timeouts that never reach past the client's time budget, retries
-transient faults (5xx, 429, resets, timeouts, cut bodies) with jittered exponential
-backoff within the retry count and that budget, and turns every HTTP error, and every OS
-error of the file a download writes, into a :mod:`kernel_deps.errors` type whose message
-is one line a user can act on.
+attempt connect and read timeouts, retries transient faults (5xx, 429, resets, timeouts,
+cut bodies) with jittered exponential backoff within the retry count, and turns every
+HTTP error, and every OS error of the file a download writes, into a
+:mod:`kernel_deps.errors` type whose message is one line a user can act on.
+
+The time budget (``KERNELS_HUB_BUDGET``) belongs to one operation, not to the client:
+:meth:`Transport.operation` starts a deadline that every request inside it shares (a
+command's library function opens one), and a request made outside any operation gets a
+deadline of its own. The deadline bounds everything: no attempt starts after it, no
+backoff sleeps past it, every wait for a connection or for the next bytes is cut to the
+time left, and a body that keeps trickling in is abandoned when the clock runs out.
 
 Requests are plain GETs over huggingface_hub's shared HTTP session, with its headers
 (token, user agent) and its error classification (``hf_raise_for_status``). No ``HfApi``
@@ -16,9 +22,16 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, TypeVar
+
+from kernel_deps.settings import import_huggingface_hub
+
+import_huggingface_hub()  # first: malformed HF_* settings must not fail this import
 
 import httpx2
 from huggingface_hub import constants
@@ -34,18 +47,19 @@ from kernel_deps.errors import (
     OfflineError,
     RepoNotFoundError,
     RevisionNotFoundError,
+    UsageError,
 )
-from kernel_deps.settings import BUDGET_ENV, env_seconds, is_offline
+from kernel_deps.settings import BUDGET_ENV, ENDPOINT_ENV, check_hub_settings, endpoint_problem, env_seconds, is_offline
 
 T = TypeVar("T")
 
-# Total time one client (one command) may spend on the Hub; KERNELS_HUB_BUDGET overrides.
+# Total time one operation (one command) may spend on the Hub; KERNELS_HUB_BUDGET overrides.
 DEFAULT_BUDGET = 600.0
 MAX_BACKOFF = 8.0
 # Connecting takes milliseconds when the Hub is up; waiting longer only delays the retry.
 CONNECT_TIMEOUT = 10.0
-# Past the budget an attempt still gets this long to connect and to receive each chunk.
-MIN_ATTEMPT_TIMEOUT = 1.0
+# An attempt gets at least this long to connect and to receive each chunk.
+MIN_ATTEMPT_TIMEOUT = 0.05
 # A refused connection means no server at all: retry it only this often.
 REFUSED_RETRIES = 2
 
@@ -63,8 +77,12 @@ class Target:
         return f"{self.repo_id} {self.what}" if self.what else self.repo_id
 
 
+class BudgetSpent(Exception):
+    """The operation's deadline passed while a request was under way."""
+
+
 class Transport:
-    """Endpoint, token, timeouts and retry policy shared by every request of one client."""
+    """Endpoint, token, timeouts, retry policy and time budget shared by every request of one client."""
 
     def __init__(
         self,
@@ -76,13 +94,51 @@ class Transport:
         timeout: float = 30.0,
         budget: float | None = None,
     ) -> None:
-        self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+        if endpoint is None:
+            check_hub_settings()
+        elif problem := endpoint_problem(endpoint):
+            raise UsageError(f"endpoint {endpoint!r}: {problem}")
+        self.endpoint = (endpoint or os.environ.get(ENDPOINT_ENV) or constants.ENDPOINT).strip().rstrip("/")
         self.token = token if token is not None else (os.environ.get("HF_TOKEN") or None)
         self.retries = retries
         self.backoff = backoff
         self.timeout = timeout
         self.budget = budget if budget is not None else env_seconds(BUDGET_ENV, DEFAULT_BUDGET)
-        self.deadline = time.monotonic() + self.budget
+        self._deadline: float | None = None
+        self._depth = 0
+        self._guard = threading.Lock()
+
+    # -- the time budget --------------------------------------------------------------
+
+    @contextmanager
+    def operation(self) -> Iterator["Transport"]:
+        """Run one operation (a command) under one deadline, ``budget`` seconds from now.
+
+        Requests inside it, from any thread, share the deadline; an operation opened
+        inside another (or while another runs on this client) keeps the outer deadline.
+        """
+        with self._guard:
+            if self._depth == 0:
+                self._deadline = time.monotonic() + self.budget
+            self._depth += 1
+        try:
+            yield self
+        finally:
+            with self._guard:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._deadline = None
+
+    def time_left(self) -> float:
+        """Seconds left in the current operation (the whole budget outside one)."""
+        deadline = self._deadline
+        return self.budget if deadline is None else deadline - time.monotonic()
+
+    def budget_spent(self, what: str) -> HubUnavailableError:
+        """The error for an operation whose budget ran out, ``what`` saying where it was."""
+        return HubUnavailableError(
+            f"{what} (gave up: the {self.budget:g} s budget is spent; raise {BUDGET_ENV} to wait longer)"
+        )
 
     # -- requests ---------------------------------------------------------------------
 
@@ -121,13 +177,31 @@ class Transport:
 
         return self.call(target, attempt)
 
+    def chunks(self, resp: httpx2.Response) -> Iterator[bytes]:
+        """The body of a streaming response as it arrives, within the deadline: before each
+        read the read timeout is cut to the time left, and once none is left the download
+        stops (a body trickling in a byte at a time never times out on its own)."""
+        timeouts = resp.request.extensions.get("timeout")
+        pieces = resp.iter_bytes()
+        while True:
+            left = self.time_left()
+            if left <= 0:
+                raise BudgetSpent()
+            if isinstance(timeouts, dict):  # the HTTP client reads it again before every read
+                timeouts["read"] = max(min(self.timeout, left), MIN_ATTEMPT_TIMEOUT)
+            try:
+                piece = next(pieces)
+            except StopIteration:
+                return
+            yield piece
+
     def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """huggingface_hub's headers for this client's token, plus ``extra``."""
         return {**build_hf_headers(token=self.token), **(extra or {})}
 
     def attempt_timeout(self) -> httpx2.Timeout:
         """Timeouts for one attempt: the client's, cut to the time left in the budget."""
-        left = max(self.deadline - time.monotonic(), MIN_ATTEMPT_TIMEOUT)
+        left = max(self.time_left(), MIN_ATTEMPT_TIMEOUT)
         read = min(self.timeout, left)
         return httpx2.Timeout(read, connect=min(CONNECT_TIMEOUT, read))
 
@@ -135,13 +209,22 @@ class Transport:
 
     def call(self, target: Target, attempt: Callable[[], T]) -> T:
         """Run ``attempt`` (one request), retrying transient faults with jittered
-        exponential backoff within ``retries`` and the time budget; errors are mapped."""
+        exponential backoff within ``retries`` and the operation's deadline (a request
+        outside any operation is one); errors are mapped."""
         if is_offline():
             raise OfflineError(f"{target.repo_id}: HF_HUB_OFFLINE is set, but this needs the Hub; unset it to go online")
+        with self.operation():
+            return self._retry(target, attempt)
+
+    def _retry(self, target: Target, attempt: Callable[[], T]) -> T:
         tries = 0
         while True:
+            if self.time_left() <= 0:
+                raise self.budget_spent(f"{target.label}: no time left to ask the Hub at {self.endpoint}")
             try:
                 return attempt()
+            except BudgetSpent:
+                raise self.budget_spent(f"{target.label}: the Hub at {self.endpoint} sends too slowly") from None
             except (HfHubHTTPError, httpx2.HTTPError, OSError) as exc:
                 if isinstance(exc, OSError) and not isinstance(exc, (HfHubHTTPError, httpx2.HTTPError)):
                     # The HTTP client wraps socket errors; a bare OSError is local file I/O.
@@ -152,15 +235,12 @@ class Transport:
                     ) from None
                 tries += 1
                 delay = min(MAX_BACKOFF, self.backoff * (2 ** (tries - 1))) * (0.5 + random.random())
-                out_of_time = time.monotonic() + delay > self.deadline
+                out_of_time = delay >= self.time_left()
                 limit = min(self.retries, REFUSED_RETRIES) if isinstance(exc, httpx2.ConnectError) else self.retries
                 if not is_transient(exc) or tries > limit or out_of_time:
                     mapped = self.map_error(exc, target, tries)
                     if out_of_time and is_transient(exc):
-                        mapped = HubUnavailableError(
-                            f"{mapped.message} (gave up: the {self.budget:g} s budget is spent; "
-                            "raise KERNELS_HUB_BUDGET to wait longer)"
-                        )
+                        mapped = self.budget_spent(mapped.message)
                     raise mapped from None
                 time.sleep(delay)
 

@@ -98,8 +98,10 @@ def verify_project(
     if require_cached:
         problems += check_this_machine(lock, present, system or detect_system(), cache_root)
     if online:
-        for found in check_hub(lock, hub or HubClient()):
-            (notices if found.kind in NOTICE_KINDS else problems).append(found)
+        hub = hub or HubClient()
+        with hub.operation():  # one time budget for every question to the Hub
+            for found in check_hub(lock, hub):
+                (notices if found.kind in NOTICE_KINDS else problems).append(found)
     return VerifyReport(path, len(lock.kernels), problems, checked, online, notices)
 
 
