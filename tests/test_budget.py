@@ -21,7 +21,8 @@ from kernel_deps.errors import HubUnavailableError
 from kernel_deps.hub import HubClient
 from kernel_deps.lockfile import read_lockfile
 from tests.fixtures.builder import CPU_VARIANT
-from tests.test_faults import all_verified, project_with
+from tests.fixtures.projects import write_project
+from tests.test_faults import add_repos, all_verified
 from tests.test_transport import SilentServer
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
@@ -43,7 +44,7 @@ def env_for(url: str, **extra: str) -> dict[str, str]:
 
 
 def test_a_dripping_hub_cannot_keep_a_download_past_the_budget(hub_env, proxy, tmp_path) -> None:
-    project = project_with(hub_env, tmp_path, "drip", kernels=1)
+    project = write_project(tmp_path / "drip", add_repos(hub_env, "drip", kernels=1), locked=True)
     proxy.only_paths = "/resolve/"
     proxy.drip = 0.5  # every byte arrives well within the read timeout
     # The same process start-up (imports, system detection) without touching the Hub.
@@ -59,7 +60,7 @@ def test_a_dripping_hub_cannot_keep_a_download_past_the_budget(hub_env, proxy, t
 
 
 def test_a_stall_mid_body_near_the_deadline_is_cut_at_the_deadline(hub_env, proxy, tmp_path) -> None:
-    project = project_with(hub_env, tmp_path, "stall", kernels=1)
+    project = write_project(tmp_path / "stall", add_repos(hub_env, "stall", kernels=1), locked=True)
     proxy.only_paths = "/resolve/"
     proxy.stall = 60  # half a body, then nothing for a minute
     hub = HubClient(endpoint=proxy.url, budget=2, timeout=30, backoff=0.01)
@@ -83,7 +84,7 @@ def test_a_client_held_past_its_budget_still_retries(hub_env, proxy) -> None:
 
 
 def test_each_download_gets_the_whole_budget(hub_env, proxy, tmp_path) -> None:
-    project = project_with(hub_env, tmp_path, "later", kernels=1)
+    project = write_project(tmp_path / "later", add_repos(hub_env, "later", kernels=1), locked=True)
     hub = HubClient(endpoint=proxy.url, budget=2, backoff=0.01)
     hub.list_refs("kernels-test/faults-later-0")
     time.sleep(2.5)  # a library held the client for a while
@@ -129,7 +130,7 @@ def variant_lock(project: Path) -> FileLock:
 
 
 def test_waiting_for_another_download_is_said_and_bounded_by_the_budget(hub_env, tmp_path) -> None:
-    project = project_with(hub_env, tmp_path, "held", kernels=1)
+    project = write_project(tmp_path / "held", add_repos(hub_env, "held", kernels=1), locked=True)
     with variant_lock(project):
         result, elapsed = kernels("download", str(project), env=env_for(hub_env.url, KERNELS_HUB_BUDGET="4"))
     assert result.returncode == 1, result.stderr
@@ -141,7 +142,7 @@ def test_waiting_for_another_download_is_said_and_bounded_by_the_budget(hub_env,
 
 
 def test_a_download_that_waited_for_another_one_completes(hub_env, tmp_path) -> None:
-    project = project_with(hub_env, tmp_path, "waits", kernels=1)
+    project = write_project(tmp_path / "waits", add_repos(hub_env, "waits", kernels=1), locked=True)
     lock = variant_lock(project)
     lock.acquire()
     process = subprocess.Popen(
@@ -176,7 +177,7 @@ BAD_HUB_ENV = [
 
 @pytest.mark.parametrize(("name", "value"), BAD_HUB_ENV)
 def test_a_malformed_hub_variable_breaks_only_what_needs_the_hub(hub_env, tmp_path, name, value) -> None:
-    project = project_with(hub_env, tmp_path, "badenv", kernels=1)
+    project = write_project(tmp_path / "badenv", add_repos(hub_env, "badenv", kernels=1), locked=True)
     env = {**env_for(hub_env.url), name: value}
 
     version, _ = kernels("--version", env=env)
@@ -205,7 +206,7 @@ def snapshot_entries(root: Path) -> list[Path]:
 
 
 def test_a_killed_download_is_resumed_by_the_next_run(hub_env, proxy, tmp_path) -> None:
-    project = project_with(hub_env, tmp_path, "resume", lfs_size=4 << 20, kernels=1)
+    project = write_project(tmp_path / "resume", add_repos(hub_env, "resume", lfs_size=4 << 20, kernels=1), locked=True)
     kernel = read_lockfile(project / "kernels.lock").kernels[0]
     root = cache.cache_root()
     env = env_for(proxy.url)
@@ -240,7 +241,7 @@ def test_a_killed_download_is_resumed_by_the_next_run(hub_env, proxy, tmp_path) 
 
 
 def test_old_partial_downloads_are_removed(hub_env, tmp_path) -> None:
-    project = project_with(hub_env, tmp_path, "stale", kernels=1)
+    project = write_project(tmp_path / "stale", add_repos(hub_env, "stale", kernels=1), locked=True)
     kernel = read_lockfile(project / "kernels.lock").kernels[0]
     tmp = cache.repo_dir(kernel.repo_id) / ".kernel-deps" / "tmp"
     tmp.mkdir(parents=True)
