@@ -265,19 +265,23 @@ def place_variant(repo: Path, commit: str, variant: str, files: dict[str, str]) 
     staging_root.mkdir(parents=True, exist_ok=True)
     staging = staging_root / f"{variant}.{secrets.token_hex(6)}"
     depth = len(final.relative_to(repo).parts)  # snapshots/<commit>/build/<variant>
-    for rel, content_hash in files.items():
-        link = staging / rel
-        link.parent.mkdir(parents=True, exist_ok=True)
-        up = "../" * (depth + rel.count("/"))
-        os.symlink(f"{up}blobs/{content_hash}", link)
-    manifest = manifest_path(repo, commit, variant)
-    manifest.parent.mkdir(parents=True, exist_ok=True)
-    atomicfile.write_text(manifest, json.dumps({"files": dict(sorted(files.items()))}, indent=1) + "\n")
+    try:
+        for rel, content_hash in files.items():
+            link = staging / rel
+            link.parent.mkdir(parents=True, exist_ok=True)
+            up = "../" * (depth + rel.count("/"))
+            os.symlink(f"{up}blobs/{content_hash}", link)
+        manifest = manifest_path(repo, commit, variant)
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        atomicfile.write_text(manifest, json.dumps({"files": dict(sorted(files.items()))}, indent=1) + "\n")
 
-    final.parent.mkdir(parents=True, exist_ok=True)
-    if final.exists() or final.is_symlink():
-        trash = staging_root / f"old-{variant}.{secrets.token_hex(6)}"
-        os.replace(final, trash)
-        shutil.rmtree(trash, ignore_errors=True)
-    os.replace(staging, final)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        if final.exists() or final.is_symlink():
+            trash = staging_root / f"old-{variant}.{secrets.token_hex(6)}"
+            os.replace(final, trash)
+            shutil.rmtree(trash, ignore_errors=True)
+        os.replace(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # a failed attempt leaves no half-built folder
+        raise
     return final

@@ -17,6 +17,8 @@ hashes. Files of all variants of all kernels download concurrently.
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -30,6 +32,7 @@ from kernel_deps import cache
 from kernel_deps.errors import (
     CacheBusyError,
     DownloadVerificationError,
+    FileWriteError,
     HubError,
     OfflineError,
     PathNotFoundError,
@@ -149,6 +152,7 @@ def download_lock(
     progress.start(tasks)
     report = DownloadReport()
     missing = []
+    _check_cache_root(root)
     for task in tasks:
         if _cached_ok(task, root):
             report.already_cached.append(task)
@@ -183,13 +187,47 @@ def download_lock(
 
 def _cached_ok(task: VariantTask, root: Path) -> bool:
     locked = task.kernel.variants[task.variant].hash
-    return cache.check_variant(task.kernel.repo_id, task.kernel.sha, task.variant, locked, root=root).ok
+    try:
+        return cache.check_variant(task.kernel.repo_id, task.kernel.sha, task.variant, locked, root=root).ok
+    except OSError as exc:
+        raise _cache_error(task, exc, "read") from None
+
+
+def _check_cache_root(root: Path) -> None:
+    """FileWriteError naming ``root`` when it cannot be the cache (absent is fine: it is made)."""
+    hint = "point KERNELS_CACHE or HF_HUB_CACHE at a folder (or unset them)"
+    try:
+        mode = os.stat(root).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise FileWriteError(f"{root}: cannot be used as the kernel cache ({exc.strerror or exc}); {hint}") from None
+    if not stat.S_ISDIR(mode):
+        raise FileWriteError(f"{root}: the kernel cache is not a folder; {hint}")
+
+
+def _cache_error(task: VariantTask, exc: OSError, doing: str) -> FileWriteError:
+    """One line for a file-system failure in the cache, naming the path and what to check."""
+    where = exc.filename or "the kernel cache"
+    return FileWriteError(
+        f"{task.label}: cannot {doing} {where} ({exc.strerror or exc}); check that the kernel cache "
+        "(KERNELS_CACHE, HF_HUB_CACHE) is a writable folder with free space and paths the system allows"
+    )
 
 
 def _fetch_variant(
     task: VariantTask, hub: HubClient, root: Path, pool: ThreadPoolExecutor, progress: Progress
 ) -> tuple[int, int]:
     """Fetch, verify and place one variant; returns (files fetched, bytes fetched)."""
+    try:
+        return _fetch_variant_into_cache(task, hub, root, pool, progress)
+    except OSError as exc:  # the cache's own folders and files: Hub errors are mapped by the transport
+        raise _cache_error(task, exc, "write") from None
+
+
+def _fetch_variant_into_cache(
+    task: VariantTask, hub: HubClient, root: Path, pool: ThreadPoolExecutor, progress: Progress
+) -> tuple[int, int]:
     kernel = task.kernel
     repo = cache.repo_dir(kernel.repo_id, hub.repo_type(kernel.repo_id), root)
     lock_file = cache.lock_dir(repo) / f"{kernel.sha}.{task.variant}.kernel-deps.lock"

@@ -1,0 +1,78 @@
+"""File-system failures while downloading: one line naming the path, nothing half-placed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_deps import cache, get_locked_kernel
+from kernel_deps.errors import FileWriteError
+from tests.fixtures.builder import KernelRepo, Release
+from tests.fixtures.projects import write_project
+
+KERNELS = str(Path(sys.executable).with_name("kernels"))
+
+
+@pytest.fixture
+def project(hub_env, tmp_path) -> Path:
+    repo_id = "kernels-test/download-fs"
+    if repo_id not in hub_env.repos:
+        hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),)))
+    return write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', locked=True)
+
+
+def download(project: Path, cache_dir: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_CACHE": str(cache_dir)}
+    return subprocess.run([KERNELS, "download", str(project)], capture_output=True, text=True, env=env, timeout=120)
+
+
+def one_line(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    return line
+
+
+def test_a_cache_that_is_a_regular_file_is_one_line(project, tmp_path) -> None:
+    not_a_folder = tmp_path / "cache-file"
+    not_a_folder.write_text("not a folder")
+    line = one_line(download(project, not_a_folder))
+    assert line == (f"error: {not_a_folder}: the kernel cache is not a folder; point KERNELS_CACHE or "
+                    "HF_HUB_CACHE at a folder (or unset them)")  # fmt: skip
+    assert not_a_folder.read_text() == "not a folder"
+
+
+def test_a_cache_path_over_the_system_limit_is_one_line(project, tmp_path) -> None:
+    too_long = tmp_path.joinpath(*["d" * 200] * 25)  # about 5000 characters: over PATH_MAX
+    line = one_line(download(project, too_long))
+    assert line == (f"error: {too_long}: cannot be used as the kernel cache (File name too long); point "
+                    "KERNELS_CACHE or HF_HUB_CACHE at a folder (or unset them)")  # fmt: skip
+
+
+def test_a_blocked_snapshot_folder_is_one_line_and_leaves_no_staging(project, tmp_path) -> None:
+    root = tmp_path / "hf-cache-blocked"
+    lock = (project / "kernels.lock").read_text()
+    sha = next(line.split('"')[3] for line in lock.splitlines() if '"sha"' in line)
+    repo = cache.repo_dir("kernels-test/download-fs", root=root)
+    blocker = repo / "snapshots" / sha / "build"
+    blocker.parent.mkdir(parents=True)
+    blocker.write_text("a file where the build folder belongs")
+
+    line = one_line(download(project, root))
+    assert "kernels-test/download-fs" in line and str(blocker) in line and "cannot write" in line
+    staging = repo / ".kernel-deps" / "staging"
+    assert not staging.exists() or list(staging.iterdir()) == []
+    assert blocker.read_text() == "a file where the build folder belongs"
+
+
+def test_the_loader_reports_an_unusable_cache_in_one_line(project, tmp_path, monkeypatch) -> None:
+    not_a_folder = tmp_path / "cache-file"
+    not_a_folder.write_text("")
+    monkeypatch.setenv("HF_HUB_CACHE", str(not_a_folder))
+    with pytest.raises(FileWriteError, match="the kernel cache is not a folder") as caught:
+        get_locked_kernel("kernels-test/download-fs", lockfile=project / "kernels.lock")
+    assert "\n" not in caught.value.message
