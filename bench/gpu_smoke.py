@@ -6,6 +6,8 @@ Hugging Face cache exactly as `kernels download` does (blobs named by content ha
 snapshot symlinks, manifest), writes a kernels.lock pinning their git_lfs_concat hashes,
 then with HF_HUB_OFFLINE=1 calls `load_kernel` and checks that:
 
+- this machine is described alike from torch's files and by importing torch (the
+  CUDA version and C++ ABI of a real CUDA build);
 - the CUDA variant is chosen over the CPU one;
 - the op runs on the GPU and matches the pure torch reference (uint8 and float32);
 - the time of one call on a 4K (3840x2160) image, against the pure torch version.
@@ -24,6 +26,7 @@ import torch
 from kernel_deps import cache, load_kernel
 from kernel_deps.hashing import git_blob_id, variant_hash
 from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, write_lockfile
+from kernel_deps.system import system_from_files, system_from_torch
 from tests.fixtures.img2gray_kernel import REPO_ID, build_cpu_variant, build_cuda_variant, reference_img2gray, variant_name
 
 VERSION = "1.0.0"
@@ -60,6 +63,10 @@ def time_call(fn, image: torch.Tensor, repeat: int = 50) -> float:
 
 def main() -> int:
     assert torch.cuda.is_available(), "needs a CUDA GPU"
+    from_files, from_torch = system_from_files(), system_from_torch()
+    print(f"this machine: {from_torch.describe()} (from torch's files: {from_files and from_files.describe()})")
+    assert from_files == from_torch, f"torch's files say {from_files}, the imported torch {from_torch}"
+    assert from_torch.backend == "cuda", from_torch
     variants = {variant_name("cpu"): build_cpu_variant(VERSION), variant_name("cuda"): build_cuda_variant(VERSION)}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "cache"

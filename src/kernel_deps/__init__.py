@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    # The loader pulls in huggingface_hub; `import kernel_deps` (and the CLI) stays light.
+    # The loader is imported on first use: `import kernel_deps` (and the CLI) stays light.
     if name in __all__:
         from kernel_deps import loader
 

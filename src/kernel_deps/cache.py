@@ -34,21 +34,29 @@ _OWN = ".kernel-deps"
 
 
 def cache_root() -> Path:
-    """``KERNELS_CACHE``, else ``HF_HUB_CACHE``, else huggingface_hub's default (read now)."""
-    for name in ("KERNELS_CACHE", "HF_HUB_CACHE"):
+    """``KERNELS_CACHE``, else the Hugging Face Hub cache as huggingface_hub locates it.
+
+    That is ``HF_HUB_CACHE``, else the legacy ``HUGGINGFACE_HUB_CACHE``, else ``hub`` in
+    ``HF_HOME``, else in ``$XDG_CACHE_HOME/huggingface``, else in ``~/.cache/huggingface``:
+    the rule of ``huggingface_hub.constants``, computed here (and read now, not at
+    import) so that commands which never reach the Hub do not import its client.
+    """
+    value = os.environ.get("KERNELS_CACHE")
+    if value:
+        return Path(value).expanduser()
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
         value = os.environ.get(name)
         if value:
-            return Path(value).expanduser()
-    hf_home = os.environ.get("HF_HOME")
-    if hf_home:
-        return Path(hf_home).expanduser() / "hub"
-    # Imported here: loading a kernel should not pay for importing the Hub client.
-    from kernel_deps.settings import import_huggingface_hub
+            return Path(_expanded(value))
+    hf_home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "huggingface"
+    )
+    return Path(_expanded(hf_home)) / "hub"
 
-    import_huggingface_hub()
-    from huggingface_hub import constants
 
-    return Path(constants.HF_HUB_CACHE).expanduser()
+def _expanded(path: str) -> str:
+    """A path with ``~`` and environment variables expanded, as huggingface_hub expands them."""
+    return os.path.expandvars(os.path.expanduser(path))
 
 
 def repo_dir(repo_id: str, repo_type: str = KERNEL, root: Path | None = None) -> Path:

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from kernel_deps import atomicfile
 from kernel_deps.compat import parse_lock_for_use, read_prior_pins
 from kernel_deps.errors import LockfileError
-from kernel_deps.hub import HubClient
-from kernel_deps.index import KernelIndex
 from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lock_text, write_lockfile
 from kernel_deps.pyproject import read_pyproject_text, read_requirements, requirements_from_text
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
 from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.sync import check_sync
+
+if TYPE_CHECKING:  # imported when locking: verify and outdated read locks without the Hub client
+    from kernel_deps.hub import HubClient
+    from kernel_deps.index import KernelIndex
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,9 @@ def lock_project(
         # Every requirement is met by its pin, so resolving would keep every pin, and a
         # pinned commit's variants and dependencies cannot change: no Hub needed.
         return LockOutcome(path, previous, previous, [], True, False)
+    from kernel_deps.hub import HubClient
+    from kernel_deps.index import KernelIndex
+
     hub = hub or HubClient()
     with hub.operation(), KernelIndex(hub) as index:  # one time budget for the whole resolution
         resolution = resolve(requirements, index, pins=pins)

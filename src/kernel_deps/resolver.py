@@ -14,16 +14,18 @@ moves only when it no longer satisfies the requirement, or when ``--upgrade`` /
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
 from resolvelib.resolvers import RequirementInformation
 
 from kernel_deps.errors import ResolutionError, RevisionNotFoundError, UsageError
-from kernel_deps.index import KernelIndex
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.versions import GitRef, KernelVersion, locked_ref, parse_version_ref, satisfies, versions_from_refs
+
+if TYPE_CHECKING:  # the index imports the Hub client; reading a lock needs neither
+    from kernel_deps.index import KernelIndex
 
 _FULL_SHA_LENGTH = 40
 

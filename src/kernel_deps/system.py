@@ -1,14 +1,20 @@
 """This machine as a build must match it: torch, C++ ABI, compute backend, arch and os.
 
-``detect_system`` imports torch only when called (never at module import) and asks it
-in the order the Hugging Face ``kernels`` library does, so both describe a machine the
-same way; without torch, a loadable CUDA runtime library still tells CUDA from CPU.
+``detect_system`` reads the installed torch's files (its metadata, ``torch/version.py``
+and the C++ ABI its ``torch/__init__.py`` or CMake config records) without importing
+torch, which takes over a second; it imports torch only when those cannot tell (a torch
+it cannot read, macOS, where Metal needs an MPS availability probe, or a device extension
+such as torch_npu, torch_neuronx or torch_xla that changes torch when imported). Either
+way it asks in the order the Hugging Face ``kernels`` library does, so both describe a
+machine the same way; without torch, a loadable CUDA runtime library still tells CUDA
+from CPU.
 ``SystemInfo`` is plain data: ranking (:mod:`kernel_deps.variants`) never looks anything
 up itself.
 """
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import ctypes.util
 import platform
@@ -16,12 +22,29 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass
+from importlib.machinery import PathFinder
+from pathlib import Path
+from typing import Sequence
 
 _BACKEND_LABELS = {
     "cpu": "CPU", "cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU", "metal": "Metal", "cann": "CANN",
     "neuron": "Neuron", "tpu": "TPU", "universal": "universal",
 }  # fmt: skip
 _ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
+# Packages that change what torch reports once imported (torch loads them itself, through
+# its "torch.backends" entry points): their backend can only be asked of the imported torch.
+_DEVICE_EXTENSIONS = ("torch_npu", "torch_neuronx", "torch_neuron", "torch_xla", "torch_tpu")
+# torch/version.py: plain assignments of string (or None) literals.
+_VERSION_NAMES = ("__version__", "cuda", "hip", "xpu")
+# torch/__init__.py: since torch 2.7 linux wheels are cxx11-only and say so as a literal.
+_ABI_FUNCTION = re.compile(
+    r"^def compiled_with_cxx11_abi\(\)[^\n]*:\n"
+    r"(?:[ \t]+(?:[rRuU]?(?:\"\"\"|\'\'\')[^\n]*|#[^\n]*)?\n)*"
+    r"[ \t]+return (True|False)[ \t]*$",
+    re.MULTILINE,
+)
+# TorchConfig.cmake of older torch: set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI=0").
+_ABI_FLAG = re.compile(r"_GLIBCXX_USE_CXX11_ABI=([01])\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,26 +77,155 @@ class SystemInfo:
 
 
 def detect_system() -> SystemInfo:
-    """Describe this machine: the installed torch (imported here, not at module import).
+    """Describe this machine: from torch's files when they tell, else by importing torch.
 
-    Without torch the backend is CUDA when a CUDA runtime library can be loaded (its
-    version is asked from it), else CPU; only noarch builds can fit then.
+    A torch this process has already imported (or been told cannot be imported: a None
+    in ``sys.modules``) is asked directly. Without torch the backend is CUDA when a CUDA
+    runtime library can be loaded (its version is asked from it), else CPU; only noarch
+    builds can fit then.
     """
-    arch, os_name = _machine_arch(platform.machine()), _os_name(sys.platform)
-    macos = _macos_version(platform.mac_ver()[0]) if os_name == "darwin" else None
+    if "torch" not in sys.modules:
+        described = system_from_files()
+        if described is not None:
+            return described
+    return system_from_torch()
+
+
+def system_from_torch() -> SystemInfo:
+    """Describe this machine by importing torch and asking it."""
+    arch, os_name, macos = _platform()
     try:
         with warnings.catch_warnings():
             # torch warns at import when NumPy is absent; kernel-deps never needs NumPy.
             warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
             import torch
     except ImportError:
-        cuda = _cuda_runtime_version()
-        backend = "cpu" if cuda is None else "cuda"
-        return SystemInfo(None, None, backend, cuda, arch, os_name, macos)
+        return _without_torch(arch, os_name, macos)
     torch_version = dotted_pair(torch.__version__)
     cxx11 = bool(torch.compiled_with_cxx11_abi()) if os_name == "linux" else None
     backend, backend_version = _torch_backend(torch)
     return SystemInfo(torch_version, cxx11, backend, backend_version, arch, os_name, macos)
+
+
+def system_from_files(path: Sequence[str] | None = None) -> SystemInfo | None:
+    """Describe this machine from the files of the torch ``import torch`` would find on
+    ``path`` (default ``sys.path``), without importing it; None when they cannot tell.
+
+    The torch version comes from its ``torch-X.dist-info/METADATA`` (else ``torch/version.py``),
+    the CUDA, ROCm (``hip``) and XPU versions from ``torch/version.py``, the C++ ABI from
+    ``compiled_with_cxx11_abi`` in ``torch/__init__.py`` when it returns a literal (torch
+    2.7 and later), else from the flag in ``share/cmake/Torch/TorchConfig.cmake``.
+    """
+    arch, os_name, macos = _platform()
+    search = list(sys.path if path is None else path)
+    if os_name == "darwin":
+        return None  # Metal is told by MPS availability, a runtime probe
+    try:
+        spec = PathFinder.find_spec("torch", search)
+        if spec is None:
+            return _without_torch(arch, os_name, macos)
+        if any(PathFinder.find_spec(name, search) is not None for name in _DEVICE_EXTENSIONS):
+            return None
+    except (ImportError, ValueError, OSError):
+        return None
+    origin = Path(spec.origin) if spec.origin else None
+    if origin is None or origin.name != "__init__.py" or origin.parent.name != "torch":
+        return None
+    package = origin.parent
+    values = _literal_assignments(package / "version.py", _VERSION_NAMES)
+    if values is None:
+        return None
+    torch_version = dotted_pair(_distribution_version(package.parent) or values.get("__version__"))
+    if torch_version is None:
+        return None
+    cxx11 = None
+    if os_name == "linux":
+        cxx11 = _cxx11_abi_from_files(package)
+        if cxx11 is None:
+            return None
+    cuda, hip, xpu = values.get("cuda"), values.get("hip"), values.get("xpu")
+    if cuda:
+        backend, backend_version = "cuda", dotted_pair(cuda)
+    elif hip:
+        backend, backend_version = "rocm", dotted_pair(hip)
+    elif xpu:
+        backend, backend_version = "xpu", _xpu_version(xpu)
+    else:
+        backend, backend_version = "cpu", None
+    return SystemInfo(torch_version, cxx11, backend, backend_version, arch, os_name, macos)
+
+
+def _platform() -> tuple[str, str, tuple[int, int] | None]:
+    """This machine's architecture, os and (on darwin) macOS version, in variant spelling."""
+    arch, os_name = _machine_arch(platform.machine()), _os_name(sys.platform)
+    macos = _macos_version(platform.mac_ver()[0]) if os_name == "darwin" else None
+    return arch, os_name, macos
+
+
+def _without_torch(arch: str, os_name: str, macos: tuple[int, int] | None) -> SystemInfo:
+    cuda = _cuda_runtime_version()
+    backend = "cpu" if cuda is None else "cuda"
+    return SystemInfo(None, None, backend, cuda, arch, os_name, macos)
+
+
+def _distribution_version(site: Path) -> str | None:
+    """The ``Version`` in the one ``torch-*.dist-info`` beside the torch package, if any.
+
+    Read as importlib.metadata reads it, without importing importlib.metadata (tens of
+    milliseconds, more than the rest of this description).
+    """
+    try:
+        infos = [p for p in site.glob("*.dist-info") if p.name.split("-", 1)[0].lower() == "torch"]
+        if len(infos) != 1:
+            return None
+        with open(infos[0] / "METADATA", encoding="utf-8") as metadata:
+            for line in metadata:
+                if not line.strip():
+                    break  # the headers end at the first blank line
+                if line.lower().startswith("version:"):
+                    return line.split(":", 1)[1].strip() or None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _literal_assignments(path: Path, names: Sequence[str]) -> dict[str, str | None] | None:
+    """Module-level ``name = "literal"`` (or None) assignments of ``names`` in a file.
+
+    None when the file cannot be read or parsed, or assigns one of ``names`` anything but
+    a string or None literal; a name never assigned is simply absent.
+    """
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    values: dict[str, str | None] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not isinstance(target, ast.Name) or target.id not in names:
+            continue
+        if not isinstance(value, ast.Constant) or not isinstance(value.value, (str, type(None))):
+            return None
+        values[target.id] = value.value
+    return values
+
+
+def _cxx11_abi_from_files(package: Path) -> bool | None:
+    """The C++ ABI a torch package was built with, from its files; None when they do not say."""
+    try:
+        match = _ABI_FUNCTION.search((package / "__init__.py").read_text(encoding="utf-8"))
+        if match:
+            return match[1] == "True"
+        config = package / "share" / "cmake" / "Torch" / "TorchConfig.cmake"
+        match = _ABI_FLAG.search(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return match[1] == "1" if match else None
 
 
 def dotted(version: tuple[int, ...] | None) -> str:

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from kernel_deps import cache
 from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UnsafeRepoContentError, UsageError
-from kernel_deps.hub import HubClient
-from kernel_deps.index import KernelIndex
 from kernel_deps.compat import read_lock_for_use
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.locking import lock_path
@@ -28,6 +26,10 @@ from kernel_deps.sync import RELOCK_HINT, Problem, check_sync
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.variants import NoMatchingVariantError, select_variant
 from kernel_deps.versions import GitRef
+
+if TYPE_CHECKING:  # imported by --online only: an offline verify never loads the Hub client
+    from kernel_deps.hub import HubClient
+    from kernel_deps.index import KernelIndex
 
 _FILE_MESSAGES = {
     "modified": "{path} was modified",
@@ -98,6 +100,8 @@ def verify_project(
     if require_cached:
         problems += check_this_machine(lock, present, system or detect_system(), cache_root)
     if online:
+        from kernel_deps.hub import HubClient
+
         hub = hub or HubClient()
         with hub.operation():  # one time budget for every question to the Hub
             for found in check_hub(lock, hub):
@@ -174,6 +178,8 @@ def check_this_machine(
 
 def check_hub(lock: Lockfile, hub: HubClient) -> list[Problem]:
     """Ask the Hub: does each locked commit exist as locked, does its named ref still point at it?"""
+    from kernel_deps.index import KernelIndex
+
     with KernelIndex(hub) as index, worker_pool(HUB_WORKERS, "kernel-deps-verify") as pool:
         found = list(pool.map(lambda kernel: _check_remote(kernel, index), lock.kernels))
     return [problem for problems in found for problem in problems]

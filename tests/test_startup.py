@@ -1,0 +1,85 @@
+"""Start-up: commands import huggingface_hub and torch only when they use them.
+
+Each command runs as a real ``kernels`` subprocess with ``-X importtime`` (through
+``PYTHONPROFILEIMPORTTIME``); the modules it imported are read from that report.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.cached_project import write_cached_project
+
+KERNELS = str(Path(sys.executable).with_name("kernels"))
+HEAVY = ("huggingface_hub", "torch")
+
+
+def imported_modules(*args: str, env_extra: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """Run ``kernels *args`` with import timing on; the result and every module it imported."""
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1", **(env_extra or {})}
+    result = subprocess.run([KERNELS, *args], capture_output=True, text=True, env=env, timeout=120)
+    modules = {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    assert "kernel_deps.cli" in modules, result.stderr[-2000:]
+    return result, modules
+
+
+def top_level(modules: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in modules}
+
+
+def test_help_imports_neither_huggingface_hub_nor_torch() -> None:
+    result, modules = imported_modules("--help")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Usage:" in result.stdout
+    assert not top_level(modules) & set(HEAVY)
+
+
+@pytest.mark.parametrize("with_home", [False, True], ids=["default-cache", "HF_HOME"])
+def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path, with_home: bool) -> None:
+    # The cache is found where huggingface_hub would look; --require-cached also describes
+    # this machine to choose its variant, from torch's files.
+    if with_home:
+        env = {"HF_HOME": str(tmp_path / "hf-home")}
+        root = tmp_path / "hf-home" / "hub"
+    else:
+        env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+        root = tmp_path / "xdg" / "huggingface" / "hub"
+    for name in ("KERNELS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "HF_HUB_OFFLINE"):
+        env.setdefault(name, "")
+    project = write_cached_project(tmp_path / "app", root)
+    result, modules = imported_modules("verify", "--require-cached", str(project), env_extra=env)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    assert "1 cached variants verified" in result.stdout
+    assert "kernel_deps.system" in modules
+    assert not top_level(modules) & set(HEAVY)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"XDG_CACHE_HOME": "/xdg"},
+        {"HF_HOME": "~/hf"},
+        {"HF_HOME": "$KD_TEST_BASE/hf", "KD_TEST_BASE": "/base"},
+        {"HF_HOME": "/hf", "XDG_CACHE_HOME": "/xdg"},
+        {"HUGGINGFACE_HUB_CACHE": "/legacy", "HF_HOME": "/hf"},
+        {"HF_HUB_CACHE": "~/hub", "HUGGINGFACE_HUB_CACHE": "/legacy"},
+    ],
+    ids=["default", "xdg", "hf-home-user", "hf-home-var", "hf-home-over-xdg", "legacy", "hf-hub-cache"],
+)
+def test_cache_root_is_where_huggingface_hub_looks(env: dict[str, str]) -> None:
+    names = ("KERNELS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
+    clean = {k: v for k, v in os.environ.items() if k not in names}
+    code = (
+        "import sys\nfrom kernel_deps.cache import cache_root\nours = str(cache_root())\n"
+        "assert 'huggingface_hub' not in sys.modules\n"
+        "from huggingface_hub import constants\nprint(ours)\nprint(constants.HF_HUB_CACHE)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**clean, **env}, check=True)
+    ours, theirs = result.stdout.splitlines()
+    assert ours == theirs
