@@ -68,19 +68,28 @@ def test_known_blob_ids() -> None:
 
 
 @pytest.mark.parametrize("hash_file", [sha256_of_file, git_blob_id_of_file])
-def test_files_are_read_in_1_mib_chunks(tmp_path, monkeypatch, hash_file) -> None:
+def test_files_are_read_into_one_reused_1_mib_buffer(tmp_path, monkeypatch, hash_file) -> None:
     path = tmp_path / "big.bin"
-    path.write_bytes(b"x" * (2 * MIB + 5))
-    reads: list[int] = []
+    data = os.urandom(2 * MIB + 5)
+    path.write_bytes(data)
+    buffers: list[int] = []
+    sizes: list[int] = []
 
     class Spy(io.FileIO):
         def read(self, size: int = -1) -> bytes:
-            reads.append(size)
-            return super().read(size)
+            raise AssertionError("a new bytes object per chunk; readinto a reused buffer instead")
 
-    monkeypatch.setattr(hashing, "open", lambda p, mode: Spy(p, "r"), raising=False)
-    hash_file(path)
-    assert reads and all(size == MIB for size in reads)
+        def readinto(self, buffer) -> int:
+            buffers.append(id(buffer))
+            sizes.append(len(buffer))
+            return super().readinto(buffer)
+
+    monkeypatch.setattr(hashing, "open", lambda p, mode, buffering=-1: Spy(p, "r"), raising=False)
+    got = hash_file(path)
+    assert sizes and all(size == MIB for size in sizes)
+    assert len(set(buffers)) == 1
+    expected = hashlib.sha256(data) if hash_file is sha256_of_file else hashlib.sha1(b"blob %d\0" % len(data) + data)
+    assert got == expected.hexdigest()
 
 
 def test_missing_file_raises_oserror(tmp_path) -> None:

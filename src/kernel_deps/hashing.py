@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable
-from typing import BinaryIO
+from io import RawIOBase
 
 HASH_TYPE = "git_lfs_concat"
 
+# Each file is read straight into one reusable buffer (no buffered layer, no new bytes
+# object per read); 1 MiB stays in the CPU cache between the read and the hash.
 _CHUNK = 1 << 20  # 1 MiB
 
 
@@ -27,10 +29,10 @@ def git_blob_id(data: bytes) -> str:
 
 def git_blob_id_of_file(path: str | os.PathLike[str]) -> str:
     """The git blob SHA-1 of a file's content, read in 1 MiB chunks."""
-    with open(path, "rb") as file:
+    with open(path, "rb", buffering=0) as file:
         size = os.fstat(file.fileno()).st_size
         digest = hashlib.sha1(b"blob %d\0" % size)
-        if _feed(digest, file) != size:
+        if _feed(digest, file, size) != size:
             # The header promised ``size`` bytes; a file that grew or shrank meanwhile
             # would give an id that names no blob at all.
             raise OSError(f"{os.fspath(path)}: file changed size while it was being hashed")
@@ -40,8 +42,8 @@ def git_blob_id_of_file(path: str | os.PathLike[str]) -> str:
 def sha256_of_file(path: str | os.PathLike[str]) -> str:
     """The SHA-256 hex digest of a file's content, read in 1 MiB chunks."""
     digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        _feed(digest, file)
+    with open(path, "rb", buffering=0) as file:
+        _feed(digest, file, os.fstat(file.fileno()).st_size)
     return digest.hexdigest()
 
 
@@ -60,10 +62,18 @@ def variant_hash(entries: Iterable[tuple[str, str]]) -> str:
     return f"sha256-{digest.hexdigest()}"
 
 
-def _feed(digest: hashlib._Hash, file: BinaryIO) -> int:
-    """Update ``digest`` with the rest of ``file``; returns the number of bytes read."""
+def _feed(digest: hashlib._Hash, file: RawIOBase, size_hint: int) -> int:
+    """Update ``digest`` with the rest of ``file``; returns the number of bytes read.
+
+    ``size_hint`` (the size ``fstat`` gave) only sizes the buffer, so a small file does
+    not allocate a full chunk; a file that grew meanwhile is still read to its end.
+    """
+    buffer = bytearray(min(_CHUNK, max(size_hint + 1, 4096)))
+    view = memoryview(buffer)
     total = 0
-    while chunk := file.read(_CHUNK):
-        digest.update(chunk)
-        total += len(chunk)
+    while read := file.readinto(buffer):
+        # hashlib releases the GIL while it hashes a buffer this large, so other files
+        # are read and hashed on other cores meanwhile.
+        digest.update(view[:read])
+        total += read
     return total
