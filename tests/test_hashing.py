@@ -187,3 +187,17 @@ def test_variant_hash_property(entries, rnd) -> None:
     shuffled = list(entries)
     rnd.shuffle(shuffled)
     assert variant_hash(entries) == plain_variant_hash(entries) == variant_hash(shuffled)
+
+
+def test_hash_threads_comes_from_the_environment_or_the_cores(monkeypatch) -> None:
+    from kernel_deps.errors import UsageError
+    from kernel_deps.settings import MAX_HASH_THREADS, hash_threads
+
+    monkeypatch.delenv("KERNELS_HASH_THREADS", raising=False)
+    assert 1 <= hash_threads() <= MAX_HASH_THREADS
+    monkeypatch.setenv("KERNELS_HASH_THREADS", "3")
+    assert hash_threads() == 3
+    for bad in ("0", "two"):
+        monkeypatch.setenv("KERNELS_HASH_THREADS", bad)
+        with pytest.raises(UsageError, match="KERNELS_HASH_THREADS"):
+            hash_threads()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -18,7 +19,7 @@ from kernel_deps.lockfile import Lockfile, read_lockfile
 from kernel_deps.locking import lock_project
 from kernel_deps.pyproject import read_requirements
 from kernel_deps.variants import system_for_variant
-from kernel_deps.verify import CACHE_KINDS, HUB_KINDS, SYNC_KINDS, Problem, check_sync, verify_project
+from kernel_deps.verify import CACHE_KINDS, HUB_KINDS, SYNC_KINDS, Problem, check_cache, check_sync, verify_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release, git_blob_id
 from tests.fixtures.projects import write_project
 
@@ -178,6 +179,58 @@ def test_deleted_added_and_modified_files_are_all_reported(hub_env, tmp_path) ->
     assert f"{ROTARY} {CPU_VARIANT}: metadata.json was modified" in out
     assert f"    Got:      {git_blob_id(b'import os' + bytes([10]))}" in out
     assert "3 problems found" in out
+
+
+def plain_file_hashes(folder: Path) -> dict[str, str]:
+    """Every hashed file of a variant folder, hashed with hashlib alone.
+
+    A link into ``blobs/`` is hashed by the algorithm of the blob's name (64 hex digits:
+    SHA-256, else git's blob SHA-1); a plain file by git's blob SHA-1.
+    """
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if not path.is_file() or not is_hashed_path(rel):
+            continue
+        data = path.read_bytes()
+        if path.is_symlink() and len(Path(os.readlink(path)).name) == 64:
+            found[rel] = hashlib.sha256(data).hexdigest()
+        else:
+            found[rel] = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return found
+
+
+def test_parallel_hashing_gives_what_serial_hashing_gives(hub_env, tmp_path, monkeypatch) -> None:
+    project, lock = locked_project(
+        hub_env, tmp_path, f'"{ACTIVATION}" = ">=1,<2"\n"{ROTARY}" = ">=1,<2"', cached=(ACTIVATION, ROTARY)
+    )
+    for repo_id in (ACTIVATION, ROTARY):
+        cache_variant(hub_env, repo_id, CUDA_VARIANT, commit=lock.get(repo_id).sha)
+    activation = cache.variant_dir(cache.repo_dir(ACTIVATION), lock.get(ACTIVATION).sha, CPU_VARIANT)
+    rotary = cache.variant_dir(cache.repo_dir(ROTARY), lock.get(ROTARY).sha, CUDA_VARIANT)
+    so = next(activation.glob("*.so"))
+    so.write_bytes(so.read_bytes()[:-1] + b"!")  # tampered, through the link: an LFS blob
+    (activation / "_ops.py").unlink()  # missing
+    (activation / "layers" / "big.bin").write_bytes(os.urandom(3 * (1 << 20) + 17))  # extra, several chunks
+    (rotary / "metadata.json").write_bytes((rotary / "metadata.json").read_bytes() + b" ")  # tampered
+
+    monkeypatch.setenv("KERNELS_HASH_THREADS", "1")
+    serial = check_cache(lock)
+    monkeypatch.setenv("KERNELS_HASH_THREADS", "4")
+    parallel = check_cache(lock)
+
+    assert parallel == serial
+    problems, checked = parallel
+    assert [(p.kind, p.repo_id, p.variant, p.path) for p in problems] == [
+        ("modified", ACTIVATION, CPU_VARIANT, so.name),
+        ("missing", ACTIVATION, CPU_VARIANT, "_ops.py"),
+        ("extra", ACTIVATION, CPU_VARIANT, "layers/big.bin"),
+        ("modified", ROTARY, CUDA_VARIANT, "metadata.json"),
+    ]
+    assert len(checked) == 4
+    for result in checked:
+        assert dict(result.files) == plain_file_hashes(result.path)
+    assert [result.ok for result in checked] == [False, True, True, False]
 
 
 def test_variant_folder_the_lock_does_not_list_is_reported(hub_env, tmp_path) -> None:

@@ -28,7 +28,8 @@ from typing import Iterable, Literal
 
 from kernel_deps import atomicfile
 from kernel_deps.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
-from kernel_deps.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS
+from kernel_deps.pools import shared_map
+from kernel_deps.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS, hash_threads
 
 _OWN = ".kernel-deps"
 
@@ -163,8 +164,8 @@ def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *
     # bytes it reaches are right, since whoever controls the target controls them later.
     real_repo = Path(os.path.realpath(repo))
     inside = (real_repo / "blobs", real_repo / "snapshots" / commit / BUILD_DIR / variant)
-    actual: dict[str, str] = {}
     problems: list[FileProblem] = []
+    to_hash: list[tuple[str, Path, str | None]] = []  # (relative path, path, the hash it should have)
     for rel, path in _walk_files(folder):
         if not is_hashed_path(rel):
             continue
@@ -178,11 +179,15 @@ def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *
         # The blob a symlink points at is named by its content hash; a plain file (placed
         # by a tool that does not use symlinks) is hashed as the manifest says, else SHA-1.
         blob_name = Path(os.readlink(path)).name if path.is_symlink() else None
-        wanted = (expected_files or {}).get(rel) or blob_name
-        kind = hash_kind(wanted) if wanted else "sha1"
-        actual[rel] = content_hash_of(path, kind)
-        if wanted and actual[rel] != wanted:
-            problems.append(FileProblem("modified", rel, wanted, actual[rel]))
+        to_hash.append((rel, path, (expected_files or {}).get(rel) or blob_name))
+    # The files are hashed at once on the shared hashing threads; the results, and the
+    # first error, come in walk order as a plain loop gives them.
+    hashes = shared_map(_hash_wanted, to_hash, hash_threads())
+    actual: dict[str, str] = {}
+    for (rel, _, wanted), got in zip(to_hash, hashes):
+        actual[rel] = got
+        if wanted and got != wanted:
+            problems.append(FileProblem("modified", rel, wanted, got))
     if expected_files is not None:
         elsewhere = {p.path for p in problems if p.kind == "outside-cache"}
         problems += [FileProblem("missing", rel, digest, None) for rel, digest in expected_files.items()
@@ -193,6 +198,12 @@ def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *
         problems.append(FileProblem("hash-mismatch", ".", expected_hash, actual_hash))
     problems.sort(key=lambda p: p.path)
     return VariantCheck(repo_id, commit, variant, folder, True, expected_hash, actual_hash, tuple(problems), actual)
+
+
+def _hash_wanted(job: tuple[str, Path, str | None]) -> str:
+    """A file's content hash, by the algorithm of the hash it should have (SHA-1 if none)."""
+    _, path, wanted = job
+    return content_hash_of(path, hash_kind(wanted) if wanted else "sha1")
 
 
 # -- placement ------------------------------------------------------------------------

@@ -34,6 +34,26 @@ REPO_TYPE_PLURALS = {KERNEL: "kernels", MODEL: "models"}
 # Hub requests one command runs at once (listings, metadata reads, file downloads).
 HUB_WORKERS = 8
 
+# Files hashed at once (verify, download's re-check, the loader): one thread per usable
+# core, at most MAX_HASH_THREADS; KERNELS_HASH_THREADS sets it (1: hash in the caller).
+HASH_THREADS_ENV = "KERNELS_HASH_THREADS"
+MAX_HASH_THREADS = 8
+
+
+def hash_threads() -> int:
+    """How many files to hash at once: ``KERNELS_HASH_THREADS``, else the usable cores (capped)."""
+    value = os.environ.get(HASH_THREADS_ENV, "").strip()
+    if value:
+        try:
+            count = int(value)
+        except ValueError:
+            raise UsageError(f"{HASH_THREADS_ENV}={value!r} is not a whole number of threads") from None
+        if count < 1:
+            raise UsageError(f"{HASH_THREADS_ENV}={value!r}: set it to 1 or more")
+        return count
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, MAX_HASH_THREADS))
+
 OFFLINE_ENV = "HF_HUB_OFFLINE"
 BUDGET_ENV = "KERNELS_HUB_BUDGET"
 ALLOW_STALE_ENV = "KERNELS_ALLOW_STALE_LOCK"

@@ -20,7 +20,7 @@ from kernel_deps.compat import read_lock_for_use
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.locking import lock_path
 from kernel_deps.pools import worker_pool
-from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, is_offline
+from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, hash_threads, is_offline
 from kernel_deps.pyproject import read_requirements
 from kernel_deps.sync import RELOCK_HINT, Problem, check_sync
 from kernel_deps.system import SystemInfo, detect_system
@@ -113,16 +113,36 @@ def verify_project(
 
 
 def check_cache(lock: Lockfile, *, cache_root: Path | None = None) -> tuple[list[Problem], list[cache.VariantCheck]]:
-    """Recompute every locked variant present in the cache; name each file that differs."""
+    """Recompute every locked variant present in the cache; name each file that differs.
+
+    Variants are checked at once (their files share the hashing threads); the problems
+    and results come in lock order, exactly as checking one variant after another gives.
+    """
+    tasks = [(kernel, name, locked.hash) for kernel in lock.kernels for name, locked in kernel.variants.items()]
+
+    def attempt(task: tuple[LockedKernel, str, str]) -> cache.VariantCheck | OSError:
+        kernel, name, expected = task
+        try:
+            return cache.check_variant(kernel.repo_id, kernel.sha, name, expected, root=cache_root)
+        except OSError as exc:
+            return exc
+
+    threads = min(hash_threads(), len(tasks))
+    if threads > 1:
+        with worker_pool(threads, "kernel-deps-verify-cache") as pool:
+            outcomes = list(pool.map(attempt, tasks))
+    else:
+        outcomes = [attempt(task) for task in tasks]
+    by_variant = {(id(kernel), name): outcome for (kernel, name, _), outcome in zip(tasks, outcomes)}
+
     problems: list[Problem] = []
     checked: list[cache.VariantCheck] = []
     for kernel in lock.kernels:
-        for name, locked in kernel.variants.items():
+        for name in kernel.variants:
             where = f"{kernel.repo_id} {name}"
-            try:
-                result = cache.check_variant(kernel.repo_id, kernel.sha, name, locked.hash, root=cache_root)
-            except OSError as exc:
-                message = f"{where}: cannot read the cached copy ({exc.strerror or exc}); check its permissions"
+            result = by_variant[(id(kernel), name)]
+            if isinstance(result, OSError):
+                message = f"{where}: cannot read the cached copy ({result.strerror or result}); check its permissions"
                 problems.append(Problem("unreadable", kernel.repo_id, name, None, message))
                 continue
             if not result.present:
