@@ -69,7 +69,7 @@ def test_a_change_committed_but_not_applied_is_finished_by_the_next_reader(hub_e
     edit_and_relock(reference, lambda text: add_requirement(text, ADDED, ">=1,<2", source="pyproject.toml"))
     new = state(reference)
     # The journal names both files with their new texts; only the lock was replaced yet.
-    journal = {"files": [{"path": str((project / name).absolute()), "text": text.decode()}
+    journal = {"files": [{"name": name, "text": text.decode()}
                          for name, text in zip(("pyproject.toml", "kernels.lock"), new)]}
     (project / "kernels.lock").write_bytes(new[1])
     (project / EDIT_JOURNAL_NAME).write_text(json.dumps(journal))
@@ -87,6 +87,18 @@ def test_an_unreadable_journal_is_one_line_and_changes_nothing(hub_env, tmp_path
     assert result.returncode == 1 and result.stderr.count("\n") == 1
     assert "an unfinished edit of pyproject.toml and kernels.lock cannot be read" in result.stderr
     assert state(project) == old
+
+
+@pytest.mark.parametrize("name", ["../outside.txt", "/tmp/kernel-deps-journal-target", "sub/file", ".."])
+def test_a_journal_naming_a_file_elsewhere_writes_nothing(hub_env, tmp_path, name) -> None:
+    """A journal is read from the project folder: it may only name files beside it."""
+    project = make_project(tmp_path)
+    old = state(project)
+    (project / EDIT_JOURNAL_NAME).write_text(json.dumps({"files": [{"name": name, "text": "planted"}]}))
+    result = subprocess.run([KERNELS, "verify", str(project)], capture_output=True, text=True)
+    assert result.returncode == 1 and "is not a file name beside the journal" in result.stderr
+    assert state(project) == old
+    assert not (tmp_path / "outside.txt").exists() and not Path("/tmp/kernel-deps-journal-target").exists()
 
 
 def test_add_and_remove_write_through_a_symlinked_pyproject(hub_env, tmp_path) -> None:

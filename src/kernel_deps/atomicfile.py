@@ -53,8 +53,16 @@ def write_text_if_changed(path: Path, text: str) -> bool:
 
 
 def write_together(files: Mapping[Path, str], *, journal: Path) -> None:
-    """Replace every file of ``files`` (path -> UTF-8 text) as one change; FileWriteError."""
-    record = {"files": [{"path": str(Path(path).absolute()), "text": text} for path, text in files.items()]}
+    """Replace every file of ``files`` (path -> UTF-8 text) as one change; FileWriteError.
+
+    The files must sit in the journal's folder: the journal names them by file name
+    only, so a copied or moved project finishes its own change, and a journal can never
+    name a file elsewhere.
+    """
+    for path in files:
+        if Path(path).absolute().parent != Path(journal).absolute().parent:
+            raise ValueError(f"{path}: not in the folder of {journal}")
+    record = {"files": [{"name": Path(path).name, "text": text} for path, text in files.items()]}
     try:
         _replace(journal, json.dumps(record).encode("utf-8"))  # the commit point
     except OSError as exc:
@@ -70,7 +78,7 @@ def finish_pending(journal: Path) -> bool:
     """
     try:
         record = json.loads(Path(journal).read_bytes())
-        files = [(Path(entry["path"]), entry["text"].encode("utf-8")) for entry in record["files"]]
+        files = [(_journal_name(entry["name"]), entry["text"].encode("utf-8")) for entry in record["files"]]
     except FileNotFoundError:
         return False
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -78,7 +86,8 @@ def finish_pending(journal: Path) -> bool:
             f"{journal}: an unfinished edit of pyproject.toml and kernels.lock cannot be read ({exc}); "
             "check both files, then delete it"
         ) from None
-    for path, data in files:
+    for name, data in files:
+        path = Path(journal).parent / name
         try:
             _write_through(path, data)
         except OSError as exc:
@@ -87,6 +96,13 @@ def finish_pending(journal: Path) -> bool:
     Path(journal).unlink(missing_ok=True)
     _sync_folder(Path(journal).parent)
     return True
+
+
+def _journal_name(name: object) -> str:
+    """A file name from a journal: a plain name in the journal's folder, nothing else."""
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise ValueError(f"{name!r} is not a file name beside the journal")
+    return name
 
 
 def _write_through(path: Path, data: bytes) -> None:
