@@ -70,9 +70,14 @@ def versions(repo_id: str, as_json: bool) -> None:
     click.echo(f"{repo_id}{legacy}")
     rows = [("VERSION", "KIND", "COMMIT", "VARIANTS")]
     rows += [(v.ref, v.kind, v.commit[:12], str(v.variants)) for v in listing.versions]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    _echo_table(rows)
+
+
+def _echo_table(rows: list[tuple[str, ...]]) -> None:
+    """Columns aligned by their widest cell, two spaces apart; the last one left ragged."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
 
 
 def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
@@ -323,9 +328,7 @@ def outdated(project_dir: Path, as_json: bool, exit_code: bool) -> None:
                 _short(k.upgrade_version, k.upgrade_commit) if k.upgradable else "-",
                 _short(k.latest_version, k.latest_commit) if k.latest_version else "-",
             ))  # fmt: skip
-        widths = [max(len(row[i]) for row in rows) for i in range(3)]
-        for row in rows:
-            click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
+        _echo_table(rows)
         for k in report.kernels:
             if k.ref_moved_to:
                 changed = ", ".join(k.changed_variants) or "none"
