@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from kernel_deps import atomicfile
-from kernel_deps.compat import parse_lock_for_use, read_prior_pins
-from kernel_deps.errors import LockfileError
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lock_text, write_lockfile
+from kernel_deps.compat import from_kernels016, is_kernels017, kernels017_pins
+from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, load_entries, read_lock_text, write_lockfile
 from kernel_deps.pyproject import read_pyproject_text, read_requirements, requirements_from_text
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
 from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
@@ -43,12 +42,12 @@ def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], byt
     text = read_lock_text(path, missing_ok=True)
     if text is None:
         return None, {}, None
-    commits = read_prior_pins(text, source=str(path))  # strict for every format it accepts
-    try:
-        previous, _ = parse_lock_for_use(text, source=str(path))  # ours, or kernels <= 0.16's
-    except LockfileError:
+    data = load_entries(text, str(path))  # each format below is read as strictly as its tool reads it
+    if is_kernels017(data):
         # A kernels 0.17 lock: its commits are kept, its layout is replaced.
+        commits = kernels017_pins(data, str(path))
         return None, {repo_id: Pin(commit) for repo_id, commit in commits.items()}, text.encode("utf-8")
+    previous = from_kernels016(data, str(path))  # ours, or kernels <= 0.16's
     pins = {k.repo_id: Pin(k.sha, k.version) for k in previous.kernels}
     return previous, pins, text.encode("utf-8")
 
