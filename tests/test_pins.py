@@ -263,6 +263,8 @@ def test_a_kernels_016_lock_is_downloaded_verified_and_loaded_as_it_is(hub_env, 
     assert cli.returncode == 0 and "note: " in cli.stdout, cli.stdout + cli.stderr
     module = load_kernel(repo_id, lockfile=project / "kernels.lock")
     assert module.__kernel_origin__.commit == hub_env.repos[repo_id].branches["v1"]
+    outdated = run_cli("outdated", str(project))
+    assert outdated.returncode == 0 and repo_id in outdated.stdout, outdated.stderr
     assert (project / "kernels.lock").read_bytes() == written  # never rewritten by them
 
     # kernels lock converts it, keeping every pin: changes, not additions.

@@ -34,6 +34,7 @@ from kernel_deps.errors import (
     DownloadVerificationError,
     FileWriteError,
     HubError,
+    KernelCacheReadError,
     OfflineError,
     PathNotFoundError,
     UnsafeRepoContentError,
@@ -206,10 +207,11 @@ def _check_cache_root(root: Path) -> None:
         raise FileWriteError(f"{root}: the kernel cache is not a folder; {hint}")
 
 
-def _cache_error(task: VariantTask, exc: OSError, doing: str) -> FileWriteError:
+def _cache_error(task: VariantTask, exc: OSError, doing: str) -> FileWriteError | KernelCacheReadError:
     """One line for a file-system failure in the cache, naming the path and what to check."""
     where = exc.filename or "the kernel cache"
-    return FileWriteError(
+    error = KernelCacheReadError if doing == "read" else FileWriteError
+    return error(
         f"{task.label}: cannot {doing} {where} ({exc.strerror or exc}); check that the kernel cache "
         "(KERNELS_CACHE, HF_HUB_CACHE) is a writable folder with free space and paths the system allows"
     )
