@@ -32,6 +32,7 @@ from typing import Any
 from kernel_deps import atomicfile
 from kernel_deps.errors import InvalidRepoIdError, LockfileError
 from kernel_deps.hashing import HASH_TYPE
+from kernel_deps.settings import LOCK_NAME
 from kernel_deps.spec import validate_repo_id
 from kernel_deps.variants import MAX_NAME_LENGTH as MAX_VARIANT_NAME_LENGTH
 
@@ -271,6 +272,11 @@ def read_lock_text(path: Path, *, missing_ok: bool = False) -> str | None:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LockfileError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); rerun 'kernels lock'") from None
+
+
+def lock_path(project_dir: Path) -> Path:
+    """Where a project's lock lives."""
+    return Path(project_dir) / LOCK_NAME
 
 
 def read_lockfile(path: Path) -> Lockfile:

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from kernel_deps import atomicfile
 from kernel_deps.compat import from_kernels016, is_kernels017, kernels017_pins
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, load_entries, read_lock_text, write_lockfile
+from kernel_deps.lockfile import (
+    LockedKernel,
+    Lockfile,
+    VariantLock,
+    load_entries,
+    lock_path,
+    read_lock_text,
+    write_lockfile,
+)
 from kernel_deps.pyproject import read_pyproject_text, read_requirements, requirements_from_text
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
 from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
@@ -30,11 +38,6 @@ class LockOutcome:
     changes: list[str]
     up_to_date: bool
     written: bool
-
-
-def lock_path(project_dir: Path) -> Path:
-    """Where a project's lock lives."""
-    return Path(project_dir) / LOCK_NAME
 
 
 def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], bytes | None]:

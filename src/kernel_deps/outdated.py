@@ -14,8 +14,7 @@ from pathlib import Path
 from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
 from kernel_deps.compat import read_lock_for_use
-from kernel_deps.lockfile import LockedKernel
-from kernel_deps.locking import lock_path
+from kernel_deps.lockfile import LockedKernel, lock_path
 from kernel_deps.resolver import Candidate, resolve, version_name
 from kernel_deps.pyproject import read_requirements
 from kernel_deps.spec import KernelRequirement

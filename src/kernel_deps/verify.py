@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 from kernel_deps import cache
 from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UnsafeRepoContentError, UsageError
 from kernel_deps.compat import read_lock_for_use
-from kernel_deps.lockfile import LockedKernel, Lockfile
-from kernel_deps.locking import lock_path
+from kernel_deps.lockfile import LockedKernel, Lockfile, lock_path
 from kernel_deps.pools import worker_pool
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, hash_threads, is_offline
 from kernel_deps.pyproject import read_requirements
