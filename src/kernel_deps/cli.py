@@ -88,6 +88,9 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
             "up_to_date": outcome.up_to_date,
             "written": outcome.written,
             "changes": outcome.changes,
+            "notes": outcome.notes,
+            "targets": [t.name for t in outcome.targets],
+            "uncovered_targets": [{"repo_id": p.repo_id, "target": p.expected} for p in outcome.uncovered],
             "kernels": [
                 {"repo_id": k.repo_id, "version": k.version, "sha": k.sha, "variants": len(k.variants)}
                 for k in outcome.lock.kernels
@@ -99,12 +102,18 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
             click.echo(f"{name} is up to date ({len(outcome.lock.kernels)} kernels)")
         else:
             why = "is missing" if outcome.previous is None and not outcome.path.exists() else "is out of date"
+            for problem in outcome.uncovered:  # the targets changed since the lock was made
+                click.echo(problem.message, err=True)
             click.echo(f"{name} {why}; run 'kernels lock' to update it:", err=True)
             for line in outcome.changes:
                 click.echo(f"  {line}", err=True)
+        for line in outcome.notes:
+            click.echo(f"note: {line}", err=True)
     else:
         for line in outcome.changes:
             click.echo(line)
+        for line in outcome.notes:
+            click.echo(f"note: {line}")
         if outcome.written:
             state = f"wrote {name}"
         elif outcome.up_to_date:
@@ -234,12 +243,20 @@ def _download_progress(quiet: bool):
 @click.option("--all-variants", is_flag=True, help="Download every locked variant, not just this machine's.")
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
               help="Download this variant (repeatable), e.g. to build an image for another machine.")
+@click.option("--target", "targets", multiple=True, metavar="NAME",
+              help="Download the build that serves this deployment target (repeatable), e.g. torch213-cxx11-cu130-x86_64-linux.")
+@click.option("--all-targets", is_flag=True, help="Download the builds that serve every target [tool.kernels] targets declares.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
-def download(project_dir: Path, all_variants: bool, variants: tuple[str, ...], quiet: bool) -> None:
+def download(
+    project_dir: Path, all_variants: bool, variants: tuple[str, ...], targets: tuple[str, ...], all_targets: bool, quiet: bool
+) -> None:
     """Fetch exactly what kernels.lock pins into the Hugging Face cache, verified."""
     from kernel_deps.download import download_project
 
-    report = download_project(project_dir, all_variants=all_variants, variants=variants, progress=_download_progress(quiet))
+    report = download_project(
+        project_dir, all_variants=all_variants, variants=variants, targets=targets, all_targets=all_targets,
+        progress=_download_progress(quiet),
+    )  # fmt: skip
     if not quiet:
         click.echo(
             f"{len(report.fetched) + len(report.already_cached)} variants present and verified "
@@ -255,15 +272,22 @@ def download(project_dir: Path, all_variants: bool, variants: tuple[str, ...], q
 @click.option("--online", is_flag=True,
               help="Also ask the Hub: do the locked commits still exist, do the locked tags and branches still point at them?")
 @click.option("--require-cached", is_flag=True, help="Also fail when this machine's variant of a kernel is not in the cache.")
+@click.option("--target", "targets", multiple=True, metavar="NAME",
+              help="Also fail when the build serving this deployment target is not in the cache (repeatable).")
+@click.option("--all-targets", is_flag=True, help="As --target, for every target [tool.kernels] targets declares.")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable report.")
-def verify(project_dir: Path, online: bool, require_cached: bool, as_json: bool) -> None:
+def verify(
+    project_dir: Path, online: bool, require_cached: bool, targets: tuple[str, ...], all_targets: bool, as_json: bool
+) -> None:
     """Check that pyproject.toml, kernels.lock and the cache agree (no network unless --online)."""
     from dataclasses import asdict
 
     from kernel_deps.verify import FILE_KINDS, verify_project
 
     try:
-        report = verify_project(project_dir, online=online, require_cached=require_cached)
+        report = verify_project(
+            project_dir, online=online, require_cached=require_cached, targets=targets, all_targets=all_targets
+        )
     except KernelDepsError as exc:
         if as_json:  # CI tools still get JSON; the group prints the one-line error and exits
             click.echo(json.dumps({"ok": False, "error": exc.message, "problems": [], "verified": []}, indent=2))
