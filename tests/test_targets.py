@@ -106,7 +106,10 @@ def test_torch_universal_serves_any_target(hub_env, target_repos, tmp_path) -> N
     project = project_with_targets(tmp_path / "app", f'"{UNIVERSAL}" = ">=1"', targets)
     outcome = lock_project(project)
     assert outcome.lock.get(UNIVERSAL).version == "v1.1" and outcome.notes == []
-    assert set(outcome.lock.get(UNIVERSAL).variants) == {UNIVERSAL_VARIANT}
+    tree = json.loads(kernels("tree", str(project), "--json").stdout)
+    (node,) = tree["kernels"]
+    assert [t["name"] for t in tree["targets"]] == targets
+    assert {t["name"]: t["variants"][UNIVERSAL] for t in tree["targets"]} == dict.fromkeys(targets, UNIVERSAL_VARIANT)
 
 
 def test_download_target_fetches_and_verifies_exactly_that_cuda_build(hub_env, target_repos, tmp_path) -> None:

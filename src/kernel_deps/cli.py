@@ -368,3 +368,60 @@ def outdated(project_dir: Path, as_json: bool, exit_code: bool) -> None:
 
 def _short(version: str | None, commit: str | None) -> str:
     return f"{version} ({commit[:12]})" if version and commit else (commit or "")[:12]
+
+
+# -- kernels tree -----------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.option("--json", "as_json", is_flag=True, help="Print the tree and the builds per target as JSON.")
+def tree(project_dir: Path, as_json: bool) -> None:
+    """Show the locked kernels as a dependency tree, and the build serving each target and this machine."""
+    from kernel_deps.tree import tree_project
+
+    report = tree_project(project_dir)
+    if as_json:
+        payload = {
+            "lockfile": str(report.lockfile),
+            "kernels": [_node_json(node) for node in report.roots],
+            "targets": [_serving_json(s) for s in report.targets],
+            "this_machine": _serving_json(report.this_machine),
+        }
+        click.echo(json.dumps(payload, indent=2))
+        return
+    click.echo(f"{project_dir} ({report.lockfile.name})")
+    for position, node in enumerate(report.roots):
+        _echo_node(node, "", position == len(report.roots) - 1)
+    for serving in (*report.targets, report.this_machine):
+        title = serving.name or f"this machine ({serving.system.describe()})"
+        click.echo(f"\n{title}")
+        rows = [(f"  {repo_id}", variant or "none") for repo_id, variant in serving.variants.items()]
+        if rows:
+            _echo_table(rows)
+
+
+def _echo_node(node, prefix: str, last: bool) -> None:
+    requirement = f" {node.requirement}" if node.requirement else ""
+    locked = _short(node.version, node.commit)
+    repeated = " (*)" if node.repeated else ""
+    click.echo(f"{prefix}{'└── ' if last else '├── '}{node.repo_id}{requirement} -> {locked}{repeated}")
+    below = prefix + ("    " if last else "│   ")
+    for position, child in enumerate(node.dependencies):
+        _echo_node(child, below, position == len(node.dependencies) - 1)
+
+
+def _node_json(node) -> dict:
+    return {
+        "repo_id": node.repo_id,
+        "requirement": node.requirement,
+        "required_by": node.required_by,
+        "version": node.version,
+        "commit": node.commit,
+        "repeated": node.repeated,
+        "dependencies": [_node_json(child) for child in node.dependencies],
+    }
+
+
+def _serving_json(serving) -> dict:
+    return {"name": serving.name, "system": serving.system.describe(), "variants": serving.variants}
