@@ -223,3 +223,27 @@ def test_build_folders_with_names_kernel_deps_cannot_parse_are_listed_as_skipped
     assert result.returncode == 0, result.stderr
     assert f"note: {repo_id} v1.0.0 (" in result.stdout and f"skipped build/{odd}" in result.stdout
     assert set(read_lockfile(project / "kernels.lock").get(repo_id).variants) == {CPU_VARIANT}
+
+
+def test_outdated_offers_only_an_upgrade_that_serves_every_target(hub_env, target_repos, tmp_path) -> None:
+    from kernel_deps.outdated import outdated_project
+
+    project = project_with_targets(tmp_path / "app", f'"{DROPPED}" = ">=1.0.0,<1.1"', [CUDA_VARIANT])
+    lock_project(project)  # v1.0.0
+    project_with_targets(project, f'"{DROPPED}" = ">=1,<2"', [CUDA_VARIANT])
+    (drift,) = outdated_project(project).kernels
+    assert (drift.locked_version, drift.upgrade_version) == ("v1.0.0", "v1.1.0")  # not v1.2.0: no CUDA 12.8 build
+
+
+def test_a_wheel_build_refuses_a_lock_that_does_not_serve_a_declared_target(hub_env, target_repos, tmp_path, monkeypatch) -> None:
+    from kernel_deps.build_hooks import ALLOW_STALE_ENV, StaleLockError, lock_for_build
+
+    monkeypatch.delenv(ALLOW_STALE_ENV, raising=False)
+    project = project_with_targets(tmp_path / "app", f'"{DROPPED}" = ">=1,<2"', [CPU_VARIANT])
+    lock_project(project)  # v1.2.0
+    assert lock_for_build(project).text is not None
+    project_with_targets(project, f'"{DROPPED}" = ">=1,<2"', [CPU_VARIANT, CUDA_VARIANT])
+    with pytest.raises(StaleLockError) as caught:
+        lock_for_build(project)
+    (problem,) = caught.value.problems
+    assert f"no build for the target {CUDA_VARIANT}" in problem
