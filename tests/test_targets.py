@@ -247,3 +247,19 @@ def test_a_wheel_build_refuses_a_lock_that_does_not_serve_a_declared_target(hub_
         lock_for_build(project)
     (problem,) = caught.value.problems
     assert f"no build for the target {CUDA_VARIANT}" in problem
+
+
+def test_add_without_a_range_starts_from_the_newest_release_that_serves_every_target(hub_env, target_repos, tmp_path) -> None:
+    project = project_with_targets(tmp_path / "app", f'"{UNIVERSAL}" = ">=1"', [CUDA_VARIANT])
+    result = kernels("add", DROPPED, str(project))
+    assert result.returncode == 0, result.stderr
+    assert f'Added {DROPPED} = ">=1.1.0,<2"' in result.stdout
+    assert read_lockfile(project / "kernels.lock").get(DROPPED).version == "v1.1.0"
+
+    unservable = project_with_targets(tmp_path / "other", f'"{UNIVERSAL}" = ">=1"', [OLD_TORCH_TARGET])
+    before = (unservable / "pyproject.toml").read_bytes()
+    refused = kernels("add", DROPPED, str(unservable))
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(f"error: {DROPPED}: no version has a build for every target")
+    assert OLD_TORCH_TARGET in refused.stderr
+    assert (unservable / "pyproject.toml").read_bytes() == before and not (unservable / "kernels.lock").exists()

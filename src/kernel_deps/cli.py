@@ -175,14 +175,14 @@ def add(requirement: str, project_dir: Path | None, legacy_project: Path | None)
     from kernel_deps.hub import HubClient
     from kernel_deps.listing import requirement_for_newest
     from kernel_deps.locking import edit_and_relock
-    from kernel_deps.pyproject import add_requirement
+    from kernel_deps.pyproject import add_requirement, read_targets
     from kernel_deps.spec import parse_add_argument
 
     repo_id, value = parse_add_argument(requirement)
     hub = HubClient()
     with hub.operation():  # one time budget for the look-up and the relock
         if value is None:
-            value = requirement_for_newest(repo_id, hub=hub)
+            value = requirement_for_newest(repo_id, hub=hub, targets=read_targets(project_dir))
         source = str(project_dir / PYPROJECT_NAME)
         outcome = edit_and_relock(project_dir, lambda text: add_requirement(text, repo_id, value, source=source), hub=hub)
     click.echo(f"Added {repo_id} = {json.dumps(value) if isinstance(value, str) else value}")

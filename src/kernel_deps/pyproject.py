@@ -94,8 +94,13 @@ def project_from_text(text: str, *, source: str) -> tuple[list[KernelRequirement
 
 
 def read_targets(project_dir: Path) -> tuple[Target, ...]:
-    """The deployment targets ``[tool.kernels] targets`` declares; empty when none are."""
-    return read_project(project_dir)[1]
+    """The deployment targets ``[tool.kernels] targets`` declares; empty when none are
+    (with or without a ``[tool.kernels.dependencies]`` table)."""
+    source = str(Path(project_dir) / PYPROJECT_NAME)
+    text = _read_pyproject(Path(project_dir), missing_ok=False)
+    assert text is not None
+    kernels, _ = _kernels_table(text, source)
+    return targets_from_table(kernels, text, source)
 
 
 def targets_from_table(kernels: dict[str, Any] | None, text: str, source: str) -> tuple[Target, ...]:
