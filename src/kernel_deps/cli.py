@@ -244,11 +244,16 @@ def _download_progress(quiet: bool):
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
               help="Download this variant (repeatable), e.g. to build an image for another machine.")
 @click.option("--target", "targets", multiple=True, metavar="NAME",
-              help="Download the build that serves this deployment target (repeatable), e.g. torch213-cxx11-cu130-x86_64-linux.")
-@click.option("--all-targets", is_flag=True, help="Download the builds that serve every target [tool.kernels] targets declares.")
+              help="Download the build serving this deployment target (repeatable), e.g. torch213-cpu-aarch64-darwin.")
+@click.option("--all-targets", is_flag=True, help="Download the builds serving every target [tool.kernels] declares.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def download(
-    project_dir: Path, all_variants: bool, variants: tuple[str, ...], targets: tuple[str, ...], all_targets: bool, quiet: bool
+    project_dir: Path,
+    all_variants: bool,
+    variants: tuple[str, ...],
+    targets: tuple[str, ...],
+    all_targets: bool,
+    quiet: bool,
 ) -> None:
     """Fetch exactly what kernels.lock pins into the Hugging Face cache, verified."""
     from kernel_deps.download import download_project

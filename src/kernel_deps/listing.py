@@ -88,11 +88,14 @@ def requirement_for_newest(repo_id: str, *, hub: HubClient | None = None, target
     return value
 
 
-def _newest_serving(repo_id: str, found: list[KernelVersion], targets: Sequence[Target], hub: HubClient) -> list[KernelVersion]:
+def _newest_serving(
+    repo_id: str, found: list[KernelVersion], targets: Sequence[Target], hub: HubClient
+) -> list[KernelVersion]:
     """The newest final tag whose commit serves every target, else the newest such branch (one
     listing per commit tried, newest first); empty when none does."""
-    tags = sorted((v for v in found if not v.is_branch and not v.version.is_prerelease), key=lambda v: v.version, reverse=True)
-    branches = sorted((v for v in found if v.is_branch), key=lambda v: v.version, reverse=True)
+    newest_first = sorted(found, key=lambda v: v.version, reverse=True)
+    tags = [v for v in newest_first if not v.is_branch and not v.version.is_prerelease]
+    branches = [v for v in newest_first if v.is_branch]
     judged: dict[str, bool] = {}
     for group in (tags, branches):
         for version in group:

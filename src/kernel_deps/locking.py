@@ -134,7 +134,8 @@ def resolution_notes(resolution: Resolution, lock: Lockfile, index: KernelIndex)
         skipped = index.tree(entry.repo_id, entry.sha).skipped
         if skipped:
             names = ", ".join(f"{BUILD_DIR}/{name}" for name in skipped)
-            notes.append(f"{entry.repo_id} {_describe(entry)}: skipped {names} (not a build variant name kernel-deps knows; not locked)")
+            why = "not a build variant name kernel-deps knows; not locked"
+            notes.append(f"{entry.repo_id} {_describe(entry)}: skipped {names} ({why})")
     return notes
 
 

@@ -311,10 +311,8 @@ def explain_unserved_targets(causes: Sequence[RequirementInformation], provider:
         lines = [f"no version of {repo_id} allowed by {asked} has a build for every deployment target:"]
         for candidate in allowed[:_OFFERS_SHOWN]:
             offers = ", ".join(sorted(provider.index.tree(repo_id, candidate.commit).files)) or "no builds"
-            lines.append(
-                f"  {candidate.ref_name} ({candidate.commit[:12]}): no build for {', '.join(provider.missing(candidate))}; "
-                f"offers {offers}"
-            )
+            missed = ", ".join(provider.missing(candidate))
+            lines.append(f"  {candidate.ref_name} ({candidate.commit[:12]}): no build for {missed}; offers {offers}")
         if len(allowed) > _OFFERS_SHOWN:
             lines.append(f"  ... and {len(allowed) - _OFFERS_SHOWN} older versions in range, none serving every target")
         lines.append(

@@ -214,7 +214,8 @@ def check_targets_cached(
             name = serving_variant(target, kernel.variants)
             if name is None:
                 locked = ", ".join(kernel.variants) or "none"
-                message = f"{kernel.repo_id}: kernels.lock has no variant for the target {target.name}; locked: {locked}"
+                message = (f"{kernel.repo_id}: kernels.lock has no variant for the target {target.name}; "
+                           f"locked: {locked}")  # fmt: skip
                 problems.append(Problem("no-variant", kernel.repo_id, None, None, message, target.name, None))
             elif (kernel.repo_id, name) not in present:
                 folder = cache.variant_dir(cache.repo_dir(kernel.repo_id, root=cache_root), kernel.sha, name)
