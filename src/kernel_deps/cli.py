@@ -88,6 +88,9 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
             "up_to_date": outcome.up_to_date,
             "written": outcome.written,
             "changes": outcome.changes,
+            "notes": outcome.notes,
+            "targets": [t.name for t in outcome.targets],
+            "uncovered_targets": [{"repo_id": p.repo_id, "target": p.expected} for p in outcome.uncovered],
             "kernels": [
                 {"repo_id": k.repo_id, "version": k.version, "sha": k.sha, "variants": len(k.variants)}
                 for k in outcome.lock.kernels
@@ -99,12 +102,18 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
             click.echo(f"{name} is up to date ({len(outcome.lock.kernels)} kernels)")
         else:
             why = "is missing" if outcome.previous is None and not outcome.path.exists() else "is out of date"
+            for problem in outcome.uncovered:  # the targets changed since the lock was made
+                click.echo(problem.message, err=True)
             click.echo(f"{name} {why}; run 'kernels lock' to update it:", err=True)
             for line in outcome.changes:
                 click.echo(f"  {line}", err=True)
+        for line in outcome.notes:
+            click.echo(f"note: {line}", err=True)
     else:
         for line in outcome.changes:
             click.echo(line)
+        for line in outcome.notes:
+            click.echo(f"note: {line}")
         if outcome.written:
             state = f"wrote {name}"
         elif outcome.up_to_date:
@@ -166,14 +175,14 @@ def add(requirement: str, project_dir: Path | None, legacy_project: Path | None)
     from kernel_deps.hub import HubClient
     from kernel_deps.listing import requirement_for_newest
     from kernel_deps.locking import edit_and_relock
-    from kernel_deps.pyproject import add_requirement
+    from kernel_deps.pyproject import add_requirement, read_targets
     from kernel_deps.spec import parse_add_argument
 
     repo_id, value = parse_add_argument(requirement)
     hub = HubClient()
     with hub.operation():  # one time budget for the look-up and the relock
         if value is None:
-            value = requirement_for_newest(repo_id, hub=hub)
+            value = requirement_for_newest(repo_id, hub=hub, targets=read_targets(project_dir))
         source = str(project_dir / PYPROJECT_NAME)
         outcome = edit_and_relock(project_dir, lambda text: add_requirement(text, repo_id, value, source=source), hub=hub)
     click.echo(f"Added {repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
@@ -234,12 +243,25 @@ def _download_progress(quiet: bool):
 @click.option("--all-variants", is_flag=True, help="Download every locked variant, not just this machine's.")
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
               help="Download this variant (repeatable), e.g. to build an image for another machine.")
+@click.option("--target", "targets", multiple=True, metavar="NAME",
+              help="Download the build serving this deployment target (repeatable), e.g. torch213-cpu-aarch64-darwin.")
+@click.option("--all-targets", is_flag=True, help="Download the builds serving every target [tool.kernels] declares.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
-def download(project_dir: Path, all_variants: bool, variants: tuple[str, ...], quiet: bool) -> None:
+def download(
+    project_dir: Path,
+    all_variants: bool,
+    variants: tuple[str, ...],
+    targets: tuple[str, ...],
+    all_targets: bool,
+    quiet: bool,
+) -> None:
     """Fetch exactly what kernels.lock pins into the Hugging Face cache, verified."""
     from kernel_deps.download import download_project
 
-    report = download_project(project_dir, all_variants=all_variants, variants=variants, progress=_download_progress(quiet))
+    report = download_project(
+        project_dir, all_variants=all_variants, variants=variants, targets=targets, all_targets=all_targets,
+        progress=_download_progress(quiet),
+    )  # fmt: skip
     if not quiet:
         click.echo(
             f"{len(report.fetched) + len(report.already_cached)} variants present and verified "
@@ -255,15 +277,22 @@ def download(project_dir: Path, all_variants: bool, variants: tuple[str, ...], q
 @click.option("--online", is_flag=True,
               help="Also ask the Hub: do the locked commits still exist, do the locked tags and branches still point at them?")
 @click.option("--require-cached", is_flag=True, help="Also fail when this machine's variant of a kernel is not in the cache.")
+@click.option("--target", "targets", multiple=True, metavar="NAME",
+              help="Also fail when the build serving this deployment target is not in the cache (repeatable).")
+@click.option("--all-targets", is_flag=True, help="As --target, for every target [tool.kernels] targets declares.")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable report.")
-def verify(project_dir: Path, online: bool, require_cached: bool, as_json: bool) -> None:
+def verify(
+    project_dir: Path, online: bool, require_cached: bool, targets: tuple[str, ...], all_targets: bool, as_json: bool
+) -> None:
     """Check that pyproject.toml, kernels.lock and the cache agree (no network unless --online)."""
     from dataclasses import asdict
 
     from kernel_deps.verify import FILE_KINDS, verify_project
 
     try:
-        report = verify_project(project_dir, online=online, require_cached=require_cached)
+        report = verify_project(
+            project_dir, online=online, require_cached=require_cached, targets=targets, all_targets=all_targets
+        )
     except KernelDepsError as exc:
         if as_json:  # CI tools still get JSON; the group prints the one-line error and exits
             click.echo(json.dumps({"ok": False, "error": exc.message, "problems": [], "verified": []}, indent=2))
@@ -344,3 +373,60 @@ def outdated(project_dir: Path, as_json: bool, exit_code: bool) -> None:
 
 def _short(version: str | None, commit: str | None) -> str:
     return f"{version} ({commit[:12]})" if version and commit else (commit or "")[:12]
+
+
+# -- kernels tree -----------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.option("--json", "as_json", is_flag=True, help="Print the tree and the builds per target as JSON.")
+def tree(project_dir: Path, as_json: bool) -> None:
+    """Show the locked kernels as a dependency tree, and the build serving each target and this machine."""
+    from kernel_deps.tree import tree_project
+
+    report = tree_project(project_dir)
+    if as_json:
+        payload = {
+            "lockfile": str(report.lockfile),
+            "kernels": [_node_json(node) for node in report.roots],
+            "targets": [_serving_json(s) for s in report.targets],
+            "this_machine": _serving_json(report.this_machine),
+        }
+        click.echo(json.dumps(payload, indent=2))
+        return
+    click.echo(f"{project_dir} ({report.lockfile.name})")
+    for position, node in enumerate(report.roots):
+        _echo_node(node, "", position == len(report.roots) - 1)
+    for serving in (*report.targets, report.this_machine):
+        title = serving.name or f"this machine ({serving.system.describe()})"
+        click.echo(f"\n{title}")
+        rows = [(f"  {repo_id}", variant or "none") for repo_id, variant in serving.variants.items()]
+        if rows:
+            _echo_table(rows)
+
+
+def _echo_node(node, prefix: str, last: bool) -> None:
+    requirement = f" {node.requirement}" if node.requirement else ""
+    locked = _short(node.version, node.commit)
+    repeated = " (*)" if node.repeated else ""
+    click.echo(f"{prefix}{'└── ' if last else '├── '}{node.repo_id}{requirement} -> {locked}{repeated}")
+    below = prefix + ("    " if last else "│   ")
+    for position, child in enumerate(node.dependencies):
+        _echo_node(child, below, position == len(node.dependencies) - 1)
+
+
+def _node_json(node) -> dict:
+    return {
+        "repo_id": node.repo_id,
+        "requirement": node.requirement,
+        "required_by": node.required_by,
+        "version": node.version,
+        "commit": node.commit,
+        "repeated": node.repeated,
+        "dependencies": [_node_json(child) for child in node.dependencies],
+    }
+
+
+def _serving_json(serving) -> dict:
+    return {"name": serving.name, "system": serving.system.describe(), "variants": serving.variants}

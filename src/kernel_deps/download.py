@@ -37,6 +37,7 @@ from kernel_deps.errors import (
     KernelCacheReadError,
     OfflineError,
     PathNotFoundError,
+    TargetNotServedError,
     UnsafeRepoContentError,
     UsageError,
 )
@@ -44,8 +45,9 @@ from kernel_deps.hashing import is_hashed_path, variant_hash
 from kernel_deps.hub import HubClient, TreeFile, path_problem, shown_path
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.pools import worker_pool
-from kernel_deps.settings import BUDGET_ENV, BUILD_DIR, HUB_WORKERS, LOCK_NAME, is_offline
+from kernel_deps.settings import BUDGET_ENV, BUILD_DIR, HUB_WORKERS, LOCK_NAME, PYPROJECT_NAME, is_offline
 from kernel_deps.system import SystemInfo, detect_system
+from kernel_deps.targets import Target, serving_variant, targets_from_options
 from kernel_deps.variants import is_valid_variant_name, parse_variant, select_variant, system_for_variant
 
 
@@ -117,6 +119,23 @@ def choose_variants(
         # An arch build this kernel lacks: take its best variant for that target system.
         chosen.append(select_variant(kernel.repo_id, names, system_for_variant(name)))
     return sorted(set(chosen))
+
+
+def variants_for_targets(kernel: LockedKernel, targets: Sequence[Target]) -> list[str]:
+    """The variant of ``kernel`` that serves each target (the loader's pick there); exit 1
+    naming the kernel and the target when the lock has none for it."""
+    chosen: set[str] = set()
+    for target in targets:
+        name = serving_variant(target, kernel.variants)
+        if name is None:
+            locked = ", ".join(sorted(kernel.variants)) or "none"
+            raise TargetNotServedError(
+                f"--target {target.name}: {kernel.repo_id} {kernel.version or kernel.sha[:12]} has no build for it "
+                f"(locked: {locked}); declare it in [tool.kernels] targets and run 'kernels lock' to pick a "
+                "version that has one"
+            )
+        chosen.add(name)
+    return sorted(chosen)
 
 
 def check_tree_paths(task: VariantTask, files: Iterable[TreeFile]) -> dict[str, TreeFile]:
@@ -338,19 +357,28 @@ def download_project(
     *,
     all_variants: bool = False,
     variants: Sequence[str] = (),
+    targets: Sequence[str] = (),
+    all_targets: bool = False,
     hub: HubClient | None = None,
     progress: Progress | None = None,
 ) -> DownloadReport:
-    """Download what ``<project_dir>/kernels.lock`` pins, for this machine unless told otherwise."""
+    """Download what ``<project_dir>/kernels.lock`` pins, for this machine unless told otherwise:
+    every variant, the named ``variants``, or the builds that serve the named ``targets``
+    (or every target pyproject.toml declares, ``all_targets``)."""
     from kernel_deps.compat import read_lock_for_use
+    from kernel_deps.pyproject import read_targets
 
-    if all_variants and variants:
-        raise UsageError("--all-variants and --variant exclude each other; pass one of them")
+    if all_variants and (variants or targets or all_targets):
+        raise UsageError("--all-variants downloads every variant; drop --variant, --target and --all-targets")
+    declared = read_targets(Path(project_dir)) if all_targets else ()
+    chosen_targets = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     lock, _ = read_lock_for_use(Path(project_dir) / LOCK_NAME)  # ours or kernels <= 0.16's, never rewritten
-    system = None if (all_variants or variants) else detect_system()
-    return download_lock(
-        lock,
-        variants_for=lambda kernel: choose_variants(kernel, all_variants=all_variants, requested=variants, system=system),
-        hub=hub,
-        progress=progress,
-    )
+    system = None if (all_variants or variants or chosen_targets) else detect_system()
+
+    def variants_for(kernel: LockedKernel) -> list[str]:
+        if chosen_targets and not variants:
+            return variants_for_targets(kernel, chosen_targets)
+        picked = choose_variants(kernel, all_variants=all_variants, requested=variants, system=system)
+        return sorted(set(picked) | set(variants_for_targets(kernel, chosen_targets)))
+
+    return download_lock(lock, variants_for=variants_for, hub=hub, progress=progress)

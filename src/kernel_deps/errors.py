@@ -128,3 +128,7 @@ class KernelCacheReadError(KernelDepsError):
 
 class KernelImportError(KernelDepsError):
     """The verified variant failed to import."""
+
+
+class TargetNotServedError(KernelDepsError):
+    """The lock has no build for a deployment target asked for."""

@@ -31,6 +31,8 @@ class VariantTree:
     """The files of every variant of a repo at one commit."""
 
     files: dict[str, tuple[TreeFile, ...]]
+    # Folders under build/ whose names are not variant names: never locked, listed as skipped.
+    skipped: tuple[str, ...] = ()
 
     def variant_hash(self, variant: str) -> str:
         """``git_lfs_concat`` of one variant as the Hub lists it."""
@@ -83,6 +85,7 @@ class KernelIndex:
 
         def fetch() -> VariantTree:
             grouped: dict[str, list[TreeFile]] = {}
+            skipped: set[str] = set()
             prefix = BUILD_DIR + "/"
             for entry in self.hub.list_variant_files(repo_id, commit):
                 variant, _, rest = entry.path[len(prefix):].partition("/")
@@ -90,7 +93,9 @@ class KernelIndex:
                 # never downloaded or loaded either.
                 if entry.path.startswith(prefix) and rest and is_valid_variant_name(variant):
                     grouped.setdefault(variant, []).append(entry)
-            return VariantTree({v: tuple(files) for v, files in grouped.items()})
+                elif entry.path.startswith(prefix) and rest:
+                    skipped.add(variant)
+            return VariantTree({v: tuple(files) for v, files in grouped.items()}, tuple(sorted(skipped)))
 
         return self._once(("tree", repo_id, commit), fetch)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
@@ -17,11 +17,12 @@ from kernel_deps.lockfile import (
     read_lock_text,
     write_lockfile,
 )
-from kernel_deps.pyproject import read_pyproject_text, read_requirements, requirements_from_text
+from kernel_deps.pyproject import project_from_text, read_project, read_pyproject_text, read_targets
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
-from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.settings import BUILD_DIR, EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.spec import KernelRequirement
-from kernel_deps.sync import check_sync
+from kernel_deps.sync import Problem, check_sync, check_targets
+from kernel_deps.targets import Target
 
 if TYPE_CHECKING:  # imported when locking: verify and outdated read locks without the Hub client
     from kernel_deps.hub import HubClient
@@ -38,6 +39,11 @@ class LockOutcome:
     changes: list[str]
     up_to_date: bool
     written: bool
+    # Why a kernel was held back for a deployment target, build folders skipped.
+    notes: list[str] = field(default_factory=list)
+    # Declared targets the prior lock does not serve (the targets changed since it was made).
+    uncovered: list[Problem] = field(default_factory=list)
+    targets: tuple[Target, ...] = ()
 
 
 def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], bytes | None]:
@@ -60,16 +66,26 @@ def lock_project(
     *,
     hub: HubClient | None = None,
     requirements: Sequence[KernelRequirement] | None = None,
+    targets: Sequence[Target] | None = None,
     upgrade: bool = False,
     upgrade_packages: Iterable[str] = (),
     write: bool = True,
 ) -> LockOutcome:
-    """Resolve the project's kernels and (unless ``write`` is False) write kernels.lock."""
+    """Resolve the project's kernels and (unless ``write`` is False) write kernels.lock.
+
+    ``requirements`` and ``targets`` default to the project's pyproject.toml; with targets
+    declared, every locked kernel has a build for each of them, or nothing is written.
+    """
     project_dir = Path(project_dir)
     if requirements is None:
-        requirements = read_requirements(project_dir)
+        requirements, read = read_project(project_dir)
+        targets = read if targets is None else targets
+    elif targets is None:
+        targets = read_targets(project_dir)
+    targets = tuple(targets)
     path = lock_path(project_dir)
     previous, pins, raw = read_previous_lock(path)
+    uncovered = check_targets(targets, previous) if previous is not None else []
     upgrade_packages = list(upgrade_packages)
     reject_unknown_upgrades(upgrade_packages, {r.repo_id for r in requirements} | set(pins))
     if upgrade:
@@ -77,17 +93,19 @@ def lock_project(
     for repo_id in upgrade_packages:
         pins.pop(repo_id, None)
 
-    if not write and not upgrade and not upgrade_packages and _holds(previous, raw, requirements):
-        # Every requirement is met by its pin, so resolving would keep every pin, and a
-        # pinned commit's variants and dependencies cannot change: no Hub needed.
-        return LockOutcome(path, previous, previous, [], True, False)
+    if not write and not upgrade and not upgrade_packages and not uncovered and _holds(previous, raw, requirements):
+        # Every requirement is met by its pin and every target served by it, so resolving
+        # would keep every pin, and a pinned commit's variants and dependencies cannot
+        # change: no Hub needed.
+        return LockOutcome(path, previous, previous, [], True, False, targets=targets)
     from kernel_deps.hub import HubClient
     from kernel_deps.index import KernelIndex
 
     hub = hub or HubClient()
     with hub.operation(), KernelIndex(hub) as index:  # one time budget for the whole resolution
-        resolution = resolve(requirements, index, pins=pins)
+        resolution = resolve(requirements, index, pins=pins, targets=targets)
         lock = build_lockfile(resolution, requirements, index, pins=pins)
+        notes = resolution_notes(resolution, lock, index)
 
     new_bytes = lock.to_json().encode()
     up_to_date = raw == new_bytes
@@ -95,7 +113,30 @@ def lock_project(
     if not up_to_date and not changes:
         changes = [f"~ {LOCK_NAME}: layout differs from what kernels lock writes"]
     written = write and not up_to_date and write_lockfile(path, lock)
-    return LockOutcome(path, lock, previous, changes, up_to_date, written)
+    return LockOutcome(path, lock, previous, changes, up_to_date, written, notes, uncovered, targets)
+
+
+# How many passed-over versions a held-back note names.
+_HELD_BACK_SHOWN = 3
+
+
+def resolution_notes(resolution: Resolution, lock: Lockfile, index: KernelIndex) -> list[str]:
+    """One line per kernel held back below the newest version in range for a deployment
+    target (``org/x v1.1.0 (v1.2.0 has no build for T)``), and per build folder skipped."""
+    notes: list[str] = []
+    for entry in lock.kernels:
+        passed = resolution.held_back.get(entry.repo_id, ())
+        if passed:
+            reasons = [f"{c.ref_name} has no build for {', '.join(missed)}" for c, missed in passed[:_HELD_BACK_SHOWN]]
+            if len(passed) > _HELD_BACK_SHOWN:
+                reasons.append(f"{len(passed) - _HELD_BACK_SHOWN} more newer versions neither")
+            notes.append(f"{entry.repo_id} {entry.version or entry.sha[:12]} ({'; '.join(reasons)})")
+        skipped = index.tree(entry.repo_id, entry.sha).skipped
+        if skipped:
+            names = ", ".join(f"{BUILD_DIR}/{name}" for name in skipped)
+            why = "not a build variant name kernel-deps knows; not locked"
+            notes.append(f"{entry.repo_id} {_describe(entry)}: skipped {names} ({why})")
+    return notes
 
 
 def _holds(previous: Lockfile | None, raw: bytes | None, requirements: Sequence[KernelRequirement]) -> bool:
@@ -183,8 +224,8 @@ def edit_and_relock(project_dir: Path, edit: Callable[[str], str], *, hub: HubCl
     updated = edit(original)
     if updated == original:
         return lock_project(project_dir, hub=hub)
-    requirements = requirements_from_text(updated, source=str(pyproject))
-    outcome = lock_project(project_dir, hub=hub, requirements=requirements, write=False)
+    requirements, targets = project_from_text(updated, source=str(pyproject))
+    outcome = lock_project(project_dir, hub=hub, requirements=requirements, targets=targets, write=False)
     files = {pyproject: updated}
     if not outcome.up_to_date:
         files[outcome.path] = outcome.lock.to_json()

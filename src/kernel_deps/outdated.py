@@ -16,7 +16,7 @@ from kernel_deps.index import KernelIndex
 from kernel_deps.compat import read_lock_for_use
 from kernel_deps.lockfile import LockedKernel, lock_path
 from kernel_deps.resolver import Candidate, resolve, version_name
-from kernel_deps.pyproject import read_requirements
+from kernel_deps.pyproject import read_project
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.versions import KernelVersion, satisfies, versions_from_refs
 
@@ -61,12 +61,12 @@ class OutdatedReport:
 
 def outdated_project(project_dir: Path, *, hub: HubClient | None = None) -> OutdatedReport:
     """Compare ``<project_dir>/kernels.lock`` with what the Hub offers now (reads only)."""
-    requirements = read_requirements(project_dir)
+    requirements, targets = read_project(project_dir)
     path = lock_path(project_dir)
     lock, _ = read_lock_for_use(path)  # ours, or kernels <= 0.16's (it records no versions)
     hub = hub or HubClient()
     with hub.operation(), KernelIndex(hub) as index:  # one time budget for every question
-        upgraded = resolve(requirements, index)
+        upgraded = resolve(requirements, index, targets=targets)  # what `kernels lock --upgrade` would take
         found = []
         for entry in lock.kernels:
             asked = upgraded.requirements.get(entry.repo_id, ())

@@ -22,6 +22,7 @@ from tomlkit.toml_document import TOMLDocument
 from kernel_deps import atomicfile
 from kernel_deps.errors import PyprojectError
 from kernel_deps.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
+from kernel_deps.targets import InvalidTargetName, Target, parse_targets
 from kernel_deps.spec import (
     TABLE,
     InvalidEntry,
@@ -34,6 +35,7 @@ from kernel_deps.spec import (
 )
 
 _PATH = ("tool", "kernels", "dependencies")
+_TARGETS_PATH = ("tool", "kernels", "targets")
 
 
 def read_pyproject_text(project_dir: Path) -> str:
@@ -73,6 +75,50 @@ def _kernels_table(text: str, source: str) -> tuple[dict[str, Any] | None, list[
         return None, None
     table = _find_table(doc, text, source, create=False)
     return kernels.unwrap(), None if table is None else _requirements(table.unwrap(), text, source)
+
+
+def read_project(project_dir: Path) -> tuple[list[KernelRequirement], tuple[Target, ...]]:
+    """The project's requirements and its declared deployment targets, from one read and parse."""
+    source = str(Path(project_dir) / PYPROJECT_NAME)
+    text = _read_pyproject(Path(project_dir), missing_ok=False)
+    assert text is not None
+    return project_from_text(text, source=source)
+
+
+def project_from_text(text: str, *, source: str) -> tuple[list[KernelRequirement], tuple[Target, ...]]:
+    """:func:`read_project` of pyproject.toml text not yet written to ``source``."""
+    kernels, requirements = _kernels_table(text, source)
+    if requirements is None:
+        raise _no_table(source)
+    return requirements, targets_from_table(kernels, text, source)
+
+
+def read_targets(project_dir: Path) -> tuple[Target, ...]:
+    """The deployment targets ``[tool.kernels] targets`` declares; empty when none are
+    (with or without a ``[tool.kernels.dependencies]`` table)."""
+    source = str(Path(project_dir) / PYPROJECT_NAME)
+    text = _read_pyproject(Path(project_dir), missing_ok=False)
+    assert text is not None
+    kernels, _ = _kernels_table(text, source)
+    return targets_from_table(kernels, text, source)
+
+
+def targets_from_table(kernels: dict[str, Any] | None, text: str, source: str) -> tuple[Target, ...]:
+    """``targets`` of a ``[tool.kernels]`` table of ``text``; PyprojectError naming the line and item."""
+    if kernels is None or "targets" not in kernels:
+        return ()
+    value = kernels["targets"]
+    line = _line_of(text, _TARGETS_PATH, None)
+    where = f"{source}:{line}" if line else source
+    if not isinstance(value, list):
+        raise pyproject_error(
+            f"{where}: tool.kernels.targets = {show_toml(value)}: expected a list of build names, "
+            'like targets = ["torch213-cxx11-cu130-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux"]'
+        )
+    try:
+        return parse_targets(value)
+    except InvalidTargetName as exc:
+        raise pyproject_error(f"{where}: tool.kernels.targets{exc}") from None
 
 
 def read_requirements(project_dir: Path) -> list[KernelRequirement]:

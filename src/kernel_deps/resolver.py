@@ -9,12 +9,19 @@ name the lock recorded, whether or not that branch or tag still points at it. So
 moves only when it no longer satisfies the requirement, or when ``--upgrade`` /
 ``--upgrade-package`` drops it. A conflict is raised as
 :class:`~kernel_deps.errors.ResolutionError` listing who required what.
+
+With deployment targets declared (:mod:`kernel_deps.targets`), a candidate is acceptable
+only when its variants serve every target. Candidates are then judged lazily, in order,
+so only the trees of the commits the resolver reaches are listed; the ones passed over
+are kept, to say why a kernel was held back (``Resolution.held_back``) or, when no
+version in range serves a target, what the newest ones offer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
 from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
@@ -22,6 +29,7 @@ from resolvelib.resolvers import RequirementInformation
 
 from kernel_deps.errors import ResolutionError, RevisionNotFoundError, UsageError
 from kernel_deps.spec import KernelRequirement
+from kernel_deps.targets import Target, missing_targets
 from kernel_deps.versions import GitRef, KernelVersion, locked_ref, parse_version_ref, satisfies, versions_from_refs
 
 if TYPE_CHECKING:  # the index imports the Hub client; reading a lock needs neither
@@ -51,6 +59,13 @@ class Candidate:
         best = tags[0] if tags else (self.versions[0] if self.versions else None)
         return str(best.version) if best else self.commit[:12]
 
+    @property
+    def ref_name(self) -> str:
+        """Its newest version tag (``v1.2.0``), else branch (``v1``), else the short commit."""
+        tags = [v for v in self.versions if not v.is_branch]
+        best = tags[0] if tags else (self.versions[0] if self.versions else None)
+        return best.ref.name if best else self.commit[:12]
+
 
 @dataclass(frozen=True, slots=True)
 class Pin:
@@ -67,6 +82,9 @@ class Resolution:
     pins: dict[str, Candidate]
     requirements: dict[str, tuple[KernelRequirement, ...]]
     dependencies: dict[str, tuple[str, ...]]
+    # Per kernel, the better candidates passed over because they lack a build for a
+    # declared target, best first, each with the names of the targets it misses.
+    held_back: dict[str, tuple[tuple[Candidate, tuple[str, ...]], ...]] = field(default_factory=dict)
 
 
 def _is_commit(revision: str) -> bool:
@@ -124,9 +142,13 @@ def version_name(
 class KernelProvider(AbstractProvider):
     """resolvelib adapter: identifiers are repo ids, candidates commits."""
 
-    def __init__(self, index: KernelIndex, pins: Mapping[str, Pin]) -> None:
+    def __init__(self, index: KernelIndex, pins: Mapping[str, Pin], targets: Sequence[Target] = ()) -> None:
         self.index = index
         self.pins = dict(pins)
+        self.targets = tuple(targets)
+        # (repo_id, commit) -> names of the declared targets its variants do not serve.
+        self._missing: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._missing_lock = threading.Lock()
 
     def identify(self, requirement_or_candidate: KernelRequirement | Candidate) -> str:
         return requirement_or_candidate.repo_id
@@ -137,11 +159,50 @@ class KernelProvider(AbstractProvider):
         in_conflict = any(cause.requirement.repo_id == identifier for cause in backtrack_causes)
         return (not pinned_by_revision, not in_conflict, identifier)
 
-    def find_matches(self, identifier: str, requirements, incompatibilities) -> list[Candidate]:
+    def find_matches(
+        self, identifier: str, requirements, incompatibilities
+    ) -> list[Candidate] | Callable[[], Iterator[Candidate]]:
         wanted = list(requirements[identifier])
         excluded = {c.commit for c in incompatibilities[identifier]}
-        found = [c for c in self._all_candidates(identifier, wanted) if c.commit not in excluded]
-        return [c for c in found if all(matches(r, c) for r in wanted)]
+        found = [c for c in self.all_candidates(identifier, wanted) if c.commit not in excluded]
+        found = [c for c in found if all(matches(r, c) for r in wanted)]
+        if not self.targets:
+            return found
+        # Lazily: a candidate's tree is listed only when the resolver reaches it.
+        return lambda: (c for c in found if not self.missing(c))
+
+    def missing(self, candidate: Candidate) -> tuple[str, ...]:
+        """The declared targets that no variant of ``candidate`` serves (its tree listed once)."""
+        key = (candidate.repo_id, candidate.commit)
+        with self._missing_lock:
+            if key in self._missing:
+                return self._missing[key]
+        try:
+            names = self.index.tree(candidate.repo_id, candidate.commit).files
+        except RevisionNotFoundError:
+            gone = self._pin_gone(candidate)
+            if gone is None:
+                raise
+            raise gone from None
+        found = tuple(t.name for t in missing_targets(self.targets, names))
+        with self._missing_lock:
+            self._missing[key] = found
+        return found
+
+    def judged(self, candidate: Candidate) -> tuple[str, ...] | None:
+        """What :meth:`missing` found for ``candidate``, or None when it was never judged."""
+        with self._missing_lock:
+            return self._missing.get((candidate.repo_id, candidate.commit))
+
+    def _pin_gone(self, candidate: Candidate) -> ResolutionError | None:
+        pin = self.pins.get(candidate.repo_id)
+        if pin is None or pin.commit != candidate.commit:
+            return None
+        return ResolutionError(
+            f"{candidate.repo_id}: the locked commit {pin.commit[:12]} ({pin.version or 'no version'}) is no "
+            "longer on the Hub (history rewritten?); run "
+            f"'kernels lock --upgrade-package {candidate.repo_id}' to pin a commit that exists"
+        )
 
     def is_satisfied_by(self, requirement: KernelRequirement, candidate: Candidate) -> bool:
         return matches(requirement, candidate)
@@ -150,23 +211,22 @@ class KernelProvider(AbstractProvider):
         try:
             requirements = self.index.dependencies(candidate.repo_id, candidate.commit)
         except RevisionNotFoundError:
-            pin = self.pins.get(candidate.repo_id)
-            if pin is None or pin.commit != candidate.commit:
+            gone = self._pin_gone(candidate)
+            if gone is None:
                 raise
-            raise ResolutionError(
-                f"{candidate.repo_id}: the locked commit {pin.commit[:12]} ({pin.version or 'no version'}) is no "
-                "longer on the Hub (history rewritten?); run "
-                f"'kernels lock --upgrade-package {candidate.repo_id}' to pin a commit that exists"
-            ) from None
+            raise gone from None
         self.index.prefetch(requirements, self.likely_pick)
         return requirements
 
     def likely_pick(self, requirement: KernelRequirement) -> str | None:
         """The commit the resolver would most likely choose for ``requirement`` alone."""
-        found = [c for c in self._all_candidates(requirement.repo_id, [requirement]) if matches(requirement, c)]
-        return found[0].commit if found else None
+        found = (c for c in self.all_candidates(requirement.repo_id, [requirement]) if matches(requirement, c))
+        if self.targets:
+            found = (c for c in found if not self.missing(c))
+        pick = next(found, None)
+        return pick.commit if pick else None
 
-    def _all_candidates(self, repo_id: str, wanted: Sequence[KernelRequirement]) -> list[Candidate]:
+    def all_candidates(self, repo_id: str, wanted: Sequence[KernelRequirement]) -> list[Candidate]:
         """The pinned commit first (named as the lock recorded it), then every commit a ref
         points at, newest first, then full SHAs asked for by revision."""
         refs = self.index.refs(repo_id).refs
@@ -192,15 +252,18 @@ def resolve(
     index: KernelIndex,
     *,
     pins: Mapping[str, Pin] | None = None,
+    targets: Sequence[Target] = (),
     max_rounds: int = 2000,
 ) -> Resolution:
-    """Pin every requirement and its transitive kernel dependencies to a commit."""
-    provider = KernelProvider(index, pins or {})
+    """Pin every requirement and its transitive kernel dependencies to a commit; with
+    ``targets``, only to commits whose variants serve every target."""
+    provider = KernelProvider(index, pins or {}, targets)
     index.prefetch(requirements, provider.likely_pick)
     try:
         result = Resolver(provider, BaseReporter()).resolve(requirements, max_rounds=max_rounds)
     except ResolutionImpossible as exc:
-        raise ResolutionError(explain_conflict(exc.causes, index)) from None
+        unserved = explain_unserved_targets(exc.causes, provider) if targets else None
+        raise ResolutionError(unserved or explain_conflict(exc.causes, index)) from None
     pins_out: dict[str, Candidate] = dict(result.mapping)
     required: dict[str, tuple[KernelRequirement, ...]] = {
         key: tuple(info.requirement for info in criterion.information) for key, criterion in result.criteria.items()
@@ -208,7 +271,56 @@ def resolve(
     dependencies = {
         key: tuple(sorted(c for c in result.graph.iter_children(key) if c is not None and c != key)) for key in pins_out
     }
-    return Resolution(pins_out, required, dependencies)
+    held_back = {key: _held_back(provider, candidate, required.get(key, ())) for key, candidate in pins_out.items()}
+    return Resolution(pins_out, required, dependencies, {k: v for k, v in held_back.items() if v})
+
+
+def _held_back(
+    provider: KernelProvider, chosen: Candidate, requirements: Sequence[KernelRequirement]
+) -> tuple[tuple[Candidate, tuple[str, ...]], ...]:
+    """The candidates ahead of ``chosen`` that meet ``requirements`` but miss a target."""
+    if not provider.targets:
+        return ()
+    passed: list[tuple[Candidate, tuple[str, ...]]] = []
+    for candidate in provider.all_candidates(chosen.repo_id, requirements):
+        if candidate.commit == chosen.commit:
+            break
+        missed = provider.judged(candidate)
+        if missed and all(matches(r, candidate) for r in requirements):
+            passed.append((candidate, missed))
+    return tuple(passed)
+
+
+# How many of the newest candidates an unservable target's message describes.
+_OFFERS_SHOWN = 3
+
+
+def explain_unserved_targets(causes: Sequence[RequirementInformation], provider: KernelProvider) -> str | None:
+    """The message for a kernel whose versions in range all miss a declared target; None
+    when the failure is a plain version conflict."""
+    by_repo: dict[str, list[RequirementInformation]] = {}
+    for info in causes:
+        by_repo.setdefault(info.requirement.repo_id, []).append(info)
+    for repo_id, infos in sorted(by_repo.items()):
+        wanted = [info.requirement for info in infos]
+        allowed = [c for c in provider.all_candidates(repo_id, wanted) if all(matches(r, c) for r in wanted)]
+        if not allowed or any(not provider.missing(c) for c in allowed):
+            continue
+        allowed.sort(key=_candidate_order, reverse=True)  # newest first, a prior pin among them
+        asked = "; ".join(_cause_line(info) for info in infos)
+        lines = [f"no version of {repo_id} allowed by {asked} has a build for every deployment target:"]
+        for candidate in allowed[:_OFFERS_SHOWN]:
+            offers = ", ".join(sorted(provider.index.tree(repo_id, candidate.commit).files)) or "no builds"
+            missed = ", ".join(provider.missing(candidate))
+            lines.append(f"  {candidate.ref_name} ({candidate.commit[:12]}): no build for {missed}; offers {offers}")
+        if len(allowed) > _OFFERS_SHOWN:
+            lines.append(f"  ... and {len(allowed) - _OFFERS_SHOWN} older versions in range, none serving every target")
+        lines.append(
+            "hint: remove the target from [tool.kernels] targets in pyproject.toml, "
+            f"or allow a version of {repo_id} that has a build for it; kernels.lock was not changed"
+        )
+        return "\n".join(lines)
+    return None
 
 
 def _cause_line(info: RequirementInformation) -> str:

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.spec import KernelRequirement
+from kernel_deps.targets import Target, missing_targets
 from kernel_deps.versions import locked_ref, satisfies
 
 RELOCK_HINT = "run 'kernels lock' to update kernels.lock"
@@ -59,6 +60,21 @@ def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile) -> lis
         if kernel.repo_id not in reachable and kernel.repo_id not in removed:
             message = f"{kernel.repo_id} is in kernels.lock but no longer required by pyproject.toml or a locked kernel"
             problems.append(_sync("orphan", kernel.repo_id, message, None, None))
+    return problems
+
+
+def check_targets(targets: Sequence[Target], lock: Lockfile) -> list[Problem]:
+    """Each locked kernel must have a build for every declared target: a target added (or
+    changed) since the lock was made may not be served by the locked commits."""
+    problems: list[Problem] = []
+    for kernel in lock.kernels:
+        for target in missing_targets(targets, kernel.variants):
+            message = (
+                f"{kernel.repo_id} {_label(kernel)}: kernels.lock has no build for the target {target.name} "
+                "(declared in [tool.kernels] targets, not served by the locked commit); "
+                "run 'kernels lock' to pick a version that has one"
+            )
+            problems.append(Problem("target-not-served", kernel.repo_id, None, None, message, target.name, None))
     return problems
 
 

@@ -19,8 +19,12 @@ the Hugging Face ``kernels`` library and kernel-builder use:
 Backends are ``cpu``, ``metal``, ``neuron``, ``tpu``, and the versioned ``cu<ver>`` (CUDA),
 ``rocm<ver>``, ``xpu<ver>`` and ``cann<ver>`` (Ascend). In a backend version the last digit is
 the minor (``cu128`` is 12.8, ``xpu20251`` is 2025.1), in a torch or ABI version the first
-digit is the major (``torch213`` is 2.13). Anything else, including names with ``/``, ``\\``,
-``..`` or whitespace, is not a variant.
+digit is the major (``torch213`` is 2.13). These are every backend the Hugging Face
+``kernels`` library knows (its ``backends.py``: CANN, CPU, CUDA, Metal, Neuron, ROCm, TPU,
+XPU). Anything else, including names with ``/``, ``\\``, ``..`` or whitespace, is not a
+variant: such a build folder is never locked, and ``kernels lock`` lists it as skipped.
+(``kernels`` also parses any ``torch-<word>`` noarch name, but selects none beyond those
+above, and any os name; kernel-deps describes linux, darwin and windows machines only.)
 
 Which builds fit a system (``rank_variants``): an arch build needs the system's arch, os
 and backend. A CUDA x.z build fits a system with CUDA x.y when z <= y (CUDA minor version

@@ -19,9 +19,10 @@ from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundErro
 from kernel_deps.compat import read_lock_for_use
 from kernel_deps.lockfile import LockedKernel, Lockfile, lock_path
 from kernel_deps.pools import worker_pool
-from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, hash_threads, is_offline
-from kernel_deps.pyproject import read_requirements
-from kernel_deps.sync import RELOCK_HINT, Problem, check_sync
+from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, PYPROJECT_NAME, hash_threads, is_offline
+from kernel_deps.pyproject import read_project
+from kernel_deps.sync import RELOCK_HINT, Problem, check_sync, check_targets
+from kernel_deps.targets import Target, serving_variant, targets_from_options
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.variants import NoMatchingVariantError, select_variant
 from kernel_deps.versions import GitRef
@@ -38,9 +39,9 @@ _FILE_MESSAGES = {
     "outside-cache": "{path} links outside the cache (to {got}); the loader refuses it, run 'kernels download' to replace it",
     "hash-mismatch": "the cached files hash to a different value than kernels.lock records",
 }
-SYNC_KINDS = frozenset({"not-locked", "unsatisfied", "requirement-changed", "removed", "orphan"})
+SYNC_KINDS = frozenset({"not-locked", "unsatisfied", "requirement-changed", "removed", "orphan", "target-not-served"})
 FILE_KINDS = frozenset(_FILE_MESSAGES)  # a cached variant's files differ: a fresh download repairs them
-CACHE_KINDS = FILE_KINDS | {"unreadable", "unlocked-variant", "not-cached", "no-variant"}
+CACHE_KINDS = FILE_KINDS | {"unreadable", "unlocked-variant", "not-cached", "no-variant", "target-not-cached"}
 HUB_KINDS = frozenset({"repo-missing", "commit-missing", "ref-missing", "ref-moved", "hub-hash-mismatch",
                        "variant-not-on-hub", "variant-not-locked", "hub-error"})  # fmt: skip
 # Reported, but not a disagreement: the lock still holds, upstream has something newer.
@@ -77,11 +78,19 @@ def verify_project(
     hub: HubClient | None = None,
     cache_root: Path | None = None,
     system: SystemInfo | None = None,
+    targets: Sequence[str] = (),
+    all_targets: bool = False,
 ) -> VerifyReport:
-    """Check pyproject, lock and cache (and, ``online``, the Hub); UsageError on bad input."""
+    """Check pyproject, lock and cache (and, ``online``, the Hub); UsageError on bad input.
+
+    Every target pyproject.toml declares must be served by the lock. With ``targets``
+    (exact build names) or ``all_targets``, the build serving each of them must also be
+    in the cache, instead of this machine's (which ``require_cached`` adds).
+    """
     if online and is_offline():
         raise UsageError("--online needs the Hub but HF_HUB_OFFLINE is set; unset HF_HUB_OFFLINE or drop --online")
-    requirements = read_requirements(project_dir)
+    requirements, declared = read_project(project_dir)
+    wanted = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     path = lock_path(project_dir)
     lock, written_by = read_lock_for_use(path)
     notices: list[Problem] = []
@@ -92,12 +101,15 @@ def verify_project(
         message = (f"{path} was written by {written_by}: it records no versions or requirements, so its sync with "
                    "pyproject.toml is not checked; 'kernels lock' converts it, keeping its pins")  # fmt: skip
         notices.append(Problem("foreign-lock", None, None, None, message))
+    problems += check_targets(declared, lock)
     cache_problems, checked = check_cache(lock, cache_root=cache_root)
     problems += cache_problems
     present = {(c.repo_id, c.variant) for c in checked}
     present |= {(p.repo_id, p.variant) for p in cache_problems if p.kind == "unreadable"}
     if require_cached:
         problems += check_this_machine(lock, present, system or detect_system(), cache_root)
+    if wanted:
+        problems += check_targets_cached(lock, present, wanted, cache_root)
     if online:
         from kernel_deps.hub import HubClient
 
@@ -189,6 +201,27 @@ def check_this_machine(
             folder = cache.variant_dir(cache.repo_dir(kernel.repo_id, root=cache_root), kernel.sha, name)
             message = f"{kernel.repo_id} {name}: this machine's variant is not in the cache ({folder})"
             problems.append(Problem("not-cached", kernel.repo_id, name, None, f"{message}; run 'kernels download'"))
+    return problems
+
+
+def check_targets_cached(
+    lock: Lockfile, present: set[tuple[str, str]], targets: Sequence[Target], cache_root: Path | None = None
+) -> list[Problem]:
+    """For each kernel and target, the locked build serving that target must be among the ``present`` ones."""
+    problems: list[Problem] = []
+    for target in targets:
+        for kernel in lock.kernels:
+            name = serving_variant(target, kernel.variants)
+            if name is None:
+                locked = ", ".join(kernel.variants) or "none"
+                message = (f"{kernel.repo_id}: kernels.lock has no variant for the target {target.name}; "
+                           f"locked: {locked}")  # fmt: skip
+                problems.append(Problem("no-variant", kernel.repo_id, None, None, message, target.name, None))
+            elif (kernel.repo_id, name) not in present:
+                folder = cache.variant_dir(cache.repo_dir(kernel.repo_id, root=cache_root), kernel.sha, name)
+                message = (f"{kernel.repo_id} {name}: the variant for the target {target.name} is not in the cache "
+                           f"({folder}); run 'kernels download --target {target.name}'")  # fmt: skip
+                problems.append(Problem("target-not-cached", kernel.repo_id, name, None, message, target.name, None))
     return problems
 
 

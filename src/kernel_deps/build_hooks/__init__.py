@@ -68,7 +68,10 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
     allow_stale, why = _allow_stale(kernels_table, pyproject)
 
     from kernel_deps.lockfile import Lockfile, read_lock_text
-    from kernel_deps.sync import check_sync  # the static rule of `kernels lock --check`: no network
+    from kernel_deps.pyproject import targets_from_table
+    from kernel_deps.sync import check_sync, check_targets  # the static rules of `kernels lock --check`: no network
+
+    targets = targets_from_table(kernels_table, "", str(pyproject))
 
     path = project_dir / LOCK_NAME
     if not path.is_file() and fallback is not None and fallback.is_file():
@@ -83,7 +86,7 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
         ))  # fmt: skip
     text = read_lock_text(path)
     lock = Lockfile.from_json(text, source=str(path))
-    problems = [problem.message for problem in check_sync(requirements, lock)]
+    problems = [problem.message for problem in (*check_sync(requirements, lock), *check_targets(targets, lock))]
     if not problems:
         return BuildLock(text, path)
     listed = "".join(f"\n  - {problem}" for problem in problems)

@@ -1,0 +1,137 @@
+"""`kernels tree` as a library function: the locked kernels as a dependency tree, and the
+build that serves each declared deployment target and this machine. No network.
+
+The tree starts at the project's requirements; each kernel's children are the kernels it
+depends on, as the lock records them. A kernel met again further down is marked
+``repeated`` and not expanded twice (``uv tree`` and ``cargo tree`` print ``(*)``).
+The requirement of a direct kernel is the one pyproject.toml declares; the lock records
+only which kernels a kernel depends on, so the requirement a kernel states for its
+dependency is read from its ``metadata.json`` when one of its variants is in the cache
+(None otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from kernel_deps import cache
+from kernel_deps.compat import read_lock_for_use
+from kernel_deps.errors import PyprojectError
+from kernel_deps.lockfile import LockedKernel, Lockfile, lock_path
+from kernel_deps.pyproject import read_project
+from kernel_deps.settings import BUILD_DIR
+from kernel_deps.spec import parse_kernel_depends
+from kernel_deps.system import SystemInfo, detect_system
+from kernel_deps.targets import Target, serving_variant
+
+
+@dataclass(frozen=True, slots=True)
+class TreeNode:
+    """One locked kernel where it sits in the tree."""
+
+    repo_id: str
+    version: str | None
+    commit: str
+    requirement: str | None  # as its parent (or pyproject.toml) states it; None when unknown
+    required_by: str | None  # the parent kernel; None for the project
+    dependencies: tuple[TreeNode, ...] = ()
+    repeated: bool = False  # shown in full higher up
+
+
+@dataclass(frozen=True, slots=True)
+class Serving:
+    """For one machine (a declared target, or this one): the build that serves each kernel."""
+
+    name: str | None  # the target's name; None for this machine
+    system: SystemInfo
+    variants: dict[str, str | None]
+
+    @property
+    def unserved(self) -> list[str]:
+        """The kernels with no build for this machine."""
+        return [repo_id for repo_id, variant in self.variants.items() if variant is None]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeReport:
+    """What `kernels tree` shows."""
+
+    lockfile: Path
+    roots: tuple[TreeNode, ...]
+    targets: tuple[Serving, ...]
+    this_machine: Serving
+
+
+def tree_project(project_dir: Path, *, system: SystemInfo | None = None, cache_root: Path | None = None) -> TreeReport:
+    """The lock of ``project_dir`` as a tree, with the build serving each target and this machine."""
+    project_dir = Path(project_dir)
+    requirements, targets = read_project(project_dir)
+    path = lock_path(project_dir)
+    lock, _ = read_lock_for_use(path)
+    direct = {req.repo_id: req.text for req in requirements}
+    roots = [k for k in lock.kernels if k.repo_id in direct]
+    reachable = _reachable(lock, [k.repo_id for k in roots])
+    roots += [k for k in lock.kernels if k.repo_id not in reachable]  # left over: still shown
+    shown: set[str] = set()
+    nodes = tuple(
+        _node(lock, kernel, direct.get(kernel.repo_id), None, shown, (), cache_root) for kernel in roots
+    )
+    served = tuple(_serving(lock, t.name, t.system) for t in targets)
+    return TreeReport(path, nodes, served, _serving(lock, None, system or detect_system()))
+
+
+def _node(
+    lock: Lockfile,
+    kernel: LockedKernel,
+    requirement: str | None,
+    parent: str | None,
+    shown: set[str],
+    path: tuple[str, ...],
+    cache_root: Path | None,
+) -> TreeNode:
+    if kernel.repo_id in shown or kernel.repo_id in path:
+        return TreeNode(kernel.repo_id, kernel.version, kernel.sha, requirement, parent, (), repeated=True)
+    shown.add(kernel.repo_id)
+    stated = _stated_requirements(kernel, cache_root) if kernel.dependencies else {}
+    children = tuple(
+        _node(lock, child, stated.get(child.repo_id), kernel.repo_id, shown, (*path, kernel.repo_id), cache_root)
+        for child in (lock.get(d) for d in kernel.dependencies)
+        if child is not None
+    )
+    return TreeNode(kernel.repo_id, kernel.version, kernel.sha, requirement, parent, children)
+
+
+def _stated_requirements(kernel: LockedKernel, cache_root: Path | None) -> dict[str, str]:
+    """What ``kernel`` requires of each dependency, from a cached variant's metadata.json."""
+    repo = cache.find_repo_dir(kernel.repo_id, cache_root)
+    if repo is None:
+        return {}
+    for variant in sorted(kernel.variants):
+        metadata = cache.variant_dir(repo, kernel.sha, variant) / "metadata.json"
+        try:
+            depends = json.loads(metadata.read_bytes()).get("kernel-depends", [])
+            source = f"{kernel.repo_id}@{kernel.sha[:12]} {BUILD_DIR}/{variant}/metadata.json"
+            return {req.repo_id: req.text for req in parse_kernel_depends(depends, source=source)}
+        except (OSError, ValueError, AttributeError, PyprojectError):
+            continue  # not cached, or not readable: the requirement is shown as unknown
+    return {}
+
+
+def _reachable(lock: Lockfile, start: Sequence[str]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        repo_id = todo.pop()
+        entry = lock.get(repo_id)
+        if entry is not None and repo_id not in seen:
+            seen.add(repo_id)
+            todo += entry.dependencies
+    return seen
+
+
+def _serving(lock: Lockfile, name: str | None, system: SystemInfo) -> Serving:
+    target = Target(name or "this machine", system)
+    return Serving(name, system, {k.repo_id: serving_variant(target, k.variants) for k in lock.kernels})

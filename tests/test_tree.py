@@ -1,0 +1,106 @@
+"""`kernels tree`: the locked kernels as a dependency tree, and the build serving each
+declared target and this machine, read from the lock without the network."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from kernel_deps.lockfile import read_lockfile
+from kernel_deps.locking import lock_project
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, STABLE_ABI_VARIANT, UNIVERSAL_VARIANT
+from tests.fixtures.projects import write_project
+
+KERNELS = str(Path(sys.executable).with_name("kernels"))
+ACTIVATION, LAYER_NORM, UNIVERSAL = "kernels-test/activation", "kernels-test/layer-norm", "kernels-test/norm-universal"
+ROCM_TARGET = "torch213-cxx11-rocm71-x86_64-linux"
+
+
+def kernels(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([KERNELS, *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+
+
+def locked_project(tmp_path: Path, deps: str, targets: list[str]) -> Path:
+    project = write_project(tmp_path / "app", deps, extra=f"[tool.kernels]\ntargets = {json.dumps(targets)}\n\n")
+    lock_project(project)
+    return project
+
+
+def test_tree_shows_who_requires_what_and_the_build_per_target(hub_env, tmp_path) -> None:
+    project = locked_project(tmp_path, f'"{LAYER_NORM}" = ">=0.1"\n"{UNIVERSAL}" = ">=1"', [CUDA_VARIANT, CPU_VARIANT])
+    lock = read_lockfile(project / "kernels.lock")
+    short = {k.repo_id: k.sha[:12] for k in lock.kernels}
+
+    result = kernels("tree", str(project), HF_HUB_OFFLINE="1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:4] == [
+        f"{project} (kernels.lock)",
+        f"├── {LAYER_NORM} >=0.1 -> v0.2.0 ({short[LAYER_NORM]})",
+        f"│   └── {ACTIVATION} -> v1.2.0 ({short[ACTIVATION]})",  # its metadata is not cached yet
+        f"└── {UNIVERSAL} >=1 -> v1.1 ({short[UNIVERSAL]})",
+    ]
+    text = result.stdout
+    # Each target's section lists the loader's pick there: the stable-ABI build comes first.
+    cuda = text.split(f"\n{CUDA_VARIANT}\n")[1].split("\n\n")[0].split()
+    assert cuda == [ACTIVATION, STABLE_ABI_VARIANT, LAYER_NORM, CUDA_VARIANT, UNIVERSAL, UNIVERSAL_VARIANT]
+    mine = text.split("\nthis machine (torch 2.13, cxx11 ABI, CPU, x86_64-linux)\n")[1].split()
+    assert mine == [ACTIVATION, CPU_VARIANT, LAYER_NORM, CPU_VARIANT, UNIVERSAL, UNIVERSAL_VARIANT]
+
+    # Once layer-norm's build is cached, the requirement it states is shown too.
+    assert kernels("download", str(project)).returncode == 0
+    again = kernels("tree", str(project), HF_HUB_OFFLINE="1").stdout.splitlines()
+    assert again[2] == f"│   └── {ACTIVATION} <2,>=1.1 -> v1.2.0 ({short[ACTIVATION]})"
+
+
+def test_tree_says_none_for_a_target_a_kernel_has_no_build_for(hub_env, tmp_path) -> None:
+    project = locked_project(tmp_path, f'"{UNIVERSAL}" = ">=1"\n"{ACTIVATION}" = ">=1,<2"', [CPU_VARIANT])
+    # Declared after locking: the lock serves it only through the universal kernel.
+    write_project(project, f'"{UNIVERSAL}" = ">=1"\n"{ACTIVATION}" = ">=1,<2"',
+                  extra=f'[tool.kernels]\ntargets = ["{CPU_VARIANT}", "{ROCM_TARGET}"]\n\n')  # fmt: skip
+    result = kernels("tree", str(project), "--json", HF_HUB_OFFLINE="1")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    rocm = payload["targets"][1]
+    assert rocm == {
+        "name": ROCM_TARGET,
+        "system": "torch 2.13, cxx11 ABI, ROCm 7.1, x86_64-linux",
+        "variants": {ACTIVATION: None, UNIVERSAL: UNIVERSAL_VARIANT},
+    }
+    assert payload["this_machine"]["name"] is None
+    assert payload["this_machine"]["variants"] == {ACTIVATION: CPU_VARIANT, UNIVERSAL: UNIVERSAL_VARIANT}
+    text = kernels("tree", str(project), HF_HUB_OFFLINE="1").stdout
+    assert text.split(f"\n{ROCM_TARGET}\n")[1].split("\n\n")[0].split() == [ACTIVATION, "none", UNIVERSAL, UNIVERSAL_VARIANT]
+
+
+def test_a_kernel_required_twice_is_expanded_once(hub_env, tmp_path) -> None:
+    project = locked_project(tmp_path, f'"{ACTIVATION}" = ">=1,<2"\n"{LAYER_NORM}" = ">=0.1"', [CPU_VARIANT])
+    payload = json.loads(kernels("tree", str(project), "--json").stdout)
+    first, second = payload["kernels"]
+    assert (first["repo_id"], first["requirement"], first["repeated"]) == (ACTIVATION, "<2,>=1", False)
+    (again,) = second["dependencies"]
+    assert (again["repo_id"], again["required_by"], again["repeated"]) == (ACTIVATION, LAYER_NORM, True)
+    text = kernels("tree", str(project)).stdout
+    assert f"│   └── {ACTIVATION}" not in text and f"    └── {ACTIVATION} -> v1.2.0 (" in text and "(*)" in text
+
+
+def test_tree_without_a_lock_is_one_line(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{ACTIVATION}" = ">=1"')
+    result = kernels("tree", str(project))
+    assert result.returncode != 0 and len(result.stderr.splitlines()) == 1
+    assert "kernels.lock" in result.stderr
+
+
+def test_tree_is_offline_and_imports_neither_huggingface_hub_nor_torch(tmp_path) -> None:
+    from tests.fixtures.cached_project import write_cached_project
+    from tests.test_startup import HEAVY, imported_modules, top_level
+
+    env = {"HF_HUB_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "KERNELS_CACHE": ""}
+    project = write_cached_project(tmp_path / "app", tmp_path / "cache")
+    result, modules = imported_modules("tree", str(project), env_extra=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "this machine (" in result.stdout
+    assert not top_level(modules) & set(HEAVY)
