@@ -177,6 +177,12 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
             for line in outcome.changes:
                 click.echo(f"  {line}", err=True)
     else:
+        if outcome.converted_from is not None:
+            verb = "Converted" if outcome.written else "Would convert"
+            click.echo(
+                f"{verb} {name} from the {outcome.converted_from} format to kernel-deps' "
+                "(its pins are kept; 'kernels export' writes the old format again)"
+            )
         for line in outcome.changes:
             click.echo(line)
         if outcome.written:
@@ -209,6 +215,26 @@ def lock(
     write = not (check or dry_run)
     outcome = lock_project(project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=write)
     _render_outcome(outcome, as_json=as_json, check=check)
+
+
+@main.command()
+@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.option("--format", "format_name", required=True, metavar="FORMAT",
+              help="kernels-0.17: the lock Hugging Face kernels 0.17 reads; kernels-0.16: the one 0.16 and older read.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE instead of stdout.")
+def export(project_dir: Path, format_name: str, output: Path | None) -> None:
+    """Write kernels.lock in the format of another tool (commit pins, transitive kernels included)."""
+    from kernel_deps.compat import export_lock
+    from kernel_deps.lockfile import lock_path
+
+    text, lock = export_lock(lock_path(project_dir), format_name)
+    if output is None:
+        click.echo(text)
+        return
+    from kernel_deps.atomicfile import write_text
+
+    write_text(output, text)
+    click.echo(f"Wrote {output} ({format_name} format, {len(lock.kernels)} kernels)", err=True)
 
 
 def _project_argument(positional: Path | None, option: Path | None) -> Path:

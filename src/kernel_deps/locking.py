@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from kernel_deps import atomicfile
-from kernel_deps.compat import from_kernels016, is_kernels017, kernels017_pins
+from kernel_deps.compat import (
+    KERNELS_016,
+    KERNELS_017,
+    from_kernels016,
+    is_kernels017,
+    kernels017_named_pins,
+    written_by_kernels016,
+)
 from kernel_deps.lockfile import (
     LockedKernel,
     Lockfile,
@@ -38,21 +45,26 @@ class LockOutcome:
     changes: list[str]
     up_to_date: bool
     written: bool
+    # The other tool whose lock this run replaced with ours, keeping its pins (None: ours or none).
+    converted_from: str | None = None
 
 
-def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], bytes | None]:
-    """The prior lock (None when absent or in another tool's format), its pins, its bytes."""
+def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], bytes | None, str | None]:
+    """The prior lock (None when absent or in kernels 0.17's format), its pins, its bytes,
+    and which other tool wrote it (None: kernel-deps, or no lock)."""
     text = read_lock_text(path, missing_ok=True)
     if text is None:
-        return None, {}, None
+        return None, {}, None, None
     data = load_entries(text, str(path))  # each format below is read as strictly as its tool reads it
     if is_kernels017(data):
         # A kernels 0.17 lock: its commits are kept, its layout is replaced.
-        commits = kernels017_pins(data, str(path))
-        return None, {repo_id: Pin(commit) for repo_id, commit in commits.items()}, text.encode("utf-8")
+        named = kernels017_named_pins(data, str(path))
+        pins = {repo_id: Pin(commit, ref) for repo_id, (commit, ref) in named.items()}
+        return None, pins, text.encode("utf-8"), KERNELS_017
     previous = from_kernels016(data, str(path))  # ours, or kernels <= 0.16's
     pins = {k.repo_id: Pin(k.sha, k.version) for k in previous.kernels}
-    return previous, pins, text.encode("utf-8")
+    foreign = KERNELS_016 if written_by_kernels016(data) else None
+    return previous, pins, text.encode("utf-8"), foreign
 
 
 def lock_project(
@@ -69,7 +81,7 @@ def lock_project(
     if requirements is None:
         requirements = read_requirements(project_dir)
     path = lock_path(project_dir)
-    previous, pins, raw = read_previous_lock(path)
+    previous, pins, raw, foreign = read_previous_lock(path)
     upgrade_packages = list(upgrade_packages)
     reject_unknown_upgrades(upgrade_packages, {r.repo_id for r in requirements} | set(pins))
     if upgrade:
@@ -95,7 +107,7 @@ def lock_project(
     if not up_to_date and not changes:
         changes = [f"~ {LOCK_NAME}: layout differs from what kernels lock writes"]
     written = write and not up_to_date and write_lockfile(path, lock)
-    return LockOutcome(path, lock, previous, changes, up_to_date, written)
+    return LockOutcome(path, lock, previous, changes, up_to_date, written, foreign)
 
 
 def _holds(previous: Lockfile | None, raw: bytes | None, requirements: Sequence[KernelRequirement]) -> bool:
