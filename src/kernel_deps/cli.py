@@ -185,6 +185,8 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
             )
         for line in outcome.changes:
             click.echo(line)
+        for note in outcome.notes:
+            click.echo(f"note: {note}")
         if outcome.written:
             state = f"wrote {name}"
         elif outcome.up_to_date:

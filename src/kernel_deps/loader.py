@@ -309,6 +309,7 @@ def _load(repo_id: str, source: LockSource, *, allow_download: bool, system: Sys
         raise KernelNotLockedError(
             f"{repo_id} is not locked in {source.path}; add it to [tool.kernels.dependencies] and run kernels lock"
         )
+    repo_id = kernel.repo_id  # a repo that redirects is loaded as its destination, which the lock pins
     variant = select_variant(repo_id, sorted(kernel.variants), system or _this_system())
     key = (repo_id, kernel.sha, variant)
     with _load_lock:

@@ -26,7 +26,8 @@ from kernel_deps.lockfile import (
 )
 from kernel_deps.pyproject import read_pyproject_text, read_requirements, requirements_from_text
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
-from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.errors import UsageError
+from kernel_deps.settings import EDIT_JOURNAL_NAME, KERNEL_STATUS_NAME, LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.sync import check_sync
 
@@ -47,6 +48,8 @@ class LockOutcome:
     written: bool
     # The other tool whose lock this run replaced with ours, keeping its pins (None: ours or none).
     converted_from: str | None = None
+    # What the user should know about how it was locked (a repo that redirects elsewhere).
+    notes: tuple[str, ...] = ()
 
 
 def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], bytes | None, str | None]:
@@ -98,8 +101,14 @@ def lock_project(
 
     hub = hub or HubClient()
     with hub.operation(), KernelIndex(hub) as index:  # one time budget for the whole resolution
-        resolution = resolve(requirements, index, pins=pins)
-        lock = build_lockfile(resolution, requirements, index, pins=pins)
+        followed = index.follow_redirects(requirements)
+        redirected_from = _redirected_from(requirements, followed)
+        resolution = resolve(followed, index, pins=pins)
+        lock = build_lockfile(resolution, followed, index, pins=pins, redirected_from=redirected_from)
+        notes = tuple(
+            f"{source} redirects to {to.destination} ({KERNEL_STATUS_NAME} on its main branch); locked {to.destination}"
+            for source, to in sorted(index.redirects_followed.items())
+        )
 
     new_bytes = lock.to_json().encode()
     up_to_date = raw == new_bytes
@@ -107,7 +116,25 @@ def lock_project(
     if not up_to_date and not changes:
         changes = [f"~ {LOCK_NAME}: layout differs from what kernels lock writes"]
     written = write and not up_to_date and write_lockfile(path, lock)
-    return LockOutcome(path, lock, previous, changes, up_to_date, written, foreign)
+    return LockOutcome(path, lock, previous, changes, up_to_date, written, foreign, notes)
+
+
+def _redirected_from(requirements: Sequence[KernelRequirement], followed: Sequence[KernelRequirement]) -> dict[str, tuple[str, ...]]:
+    """Destination -> the repo ids pyproject.toml names that redirect to it; UsageError when
+    pyproject.toml also names the destination itself (two requirements for one entry)."""
+    named = {req.repo_id for req in requirements}
+    found: dict[str, list[str]] = {}
+    for before, after in zip(requirements, followed):
+        if before.repo_id == after.repo_id:
+            continue
+        if after.repo_id in named or after.repo_id in found:
+            other = after.repo_id if after.repo_id in named else found[after.repo_id][0]
+            raise UsageError(
+                f"{PYPROJECT_NAME}: {before.repo_id} redirects to {after.repo_id} ({KERNEL_STATUS_NAME}), "
+                f"which [tool.kernels.dependencies] also asks for as {other}; keep one entry, for {after.repo_id}"
+            )
+        found[after.repo_id] = [before.repo_id]
+    return {destination: tuple(sources) for destination, sources in found.items()}
 
 
 def _holds(previous: Lockfile | None, raw: bytes | None, requirements: Sequence[KernelRequirement]) -> bool:
@@ -121,9 +148,11 @@ def build_lockfile(
     index: KernelIndex,
     *,
     pins: Mapping[str, Pin] | None = None,
+    redirected_from: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Lockfile:
     """Hash every variant of every resolved commit and assemble the lock entries; a kept
-    pin keeps the tag or branch name it was locked under."""
+    pin keeps the tag or branch name it was locked under; ``redirected_from`` names, per
+    destination, the repos pyproject.toml asks for that redirect to it."""
     direct = {req.repo_id: req for req in requirements}
     pins = pins or {}
     entries = []
@@ -141,6 +170,7 @@ def build_lockfile(
                 version=version_name(candidate, resolution.requirements.get(repo_id, ()), recorded),
                 requirement=requirement.text if requirement else None,
                 dependencies=resolution.dependencies.get(repo_id, ()),
+                redirected_from=(redirected_from or {}).get(repo_id, ()),
             )
         )
     return Lockfile(kernels=tuple(entries))
