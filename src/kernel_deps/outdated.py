@@ -66,7 +66,7 @@ def outdated_project(project_dir: Path, *, hub: HubClient | None = None) -> Outd
     lock, _ = read_lock_for_use(path)  # ours, or kernels <= 0.16's (it records no versions)
     hub = hub or HubClient()
     with hub.operation(), KernelIndex(hub) as index:  # one time budget for every question
-        upgraded = resolve(requirements, index)
+        upgraded = resolve(index.follow_redirects(requirements), index)  # as kernels lock resolves them
         found = []
         for entry in lock.kernels:
             asked = upgraded.requirements.get(entry.repo_id, ())
