@@ -271,7 +271,7 @@ def test_a_malformed_listing_is_refused_by_lock_download_and_verify(hub_env, pro
     change, shown = HOSTILE_LISTINGS[name]
 
     def rewrite(path: str, data: list[dict]) -> list[dict]:
-        if f"/{repo_id}/tree/" in path:
+        if f"/{repo_id}/tree/" in path and "/build" in path:  # the variants' listing, not the repo's top level
             change(data)
         return data
 

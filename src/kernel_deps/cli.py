@@ -16,10 +16,61 @@ from kernel_deps.settings import PYPROJECT_NAME
 _PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
 
 
+# ``kernel-deps`` runs only kernel-deps' own subcommands; ``kernels`` also hands the
+# others to the Hugging Face kernels CLI when it is installed (kernel_deps.peer).
+OWN_COMMANDS_ONLY = "own-commands-only"
+
+
+def _delegates(ctx: click.Context) -> bool:
+    return ctx.find_root().obj != OWN_COMMANDS_ONLY
+
+
 class _Group(click.Group):
     """Renders every KernelDepsError as one line on stderr, with its exit code, and a
     Ctrl-C as one line, ``interrupted``, with exit code 130 (click would print "Aborted!"
-    and exit 1)."""
+    and exit 1). As ``kernels``, a subcommand it does not have goes to the Hugging Face
+    kernels CLI, arguments and exit code untouched."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name = click.utils.make_str(args[0])
+        if (
+            self.get_command(ctx, name) is None
+            and not name.startswith("-")
+            and not ctx.resilient_parsing
+            and _delegates(ctx)
+        ):
+            from kernel_deps.peer import INSTALL_HINT, find_peer_cli, run_peer_cli
+
+            peer = find_peer_cli()
+            if peer is None:
+                raise UsageError(
+                    f"'kernels {name}' is not a kernel-deps command, and the Hugging Face kernels library, "
+                    f"which would run it, is not installed; install it with '{INSTALL_HINT}', "
+                    "or see 'kernels --help' for kernel-deps' commands"
+                )
+            run_peer_cli(peer, list(args))
+        return super().resolve_command(ctx, args)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_help(ctx, formatter)
+        if not _delegates(ctx):
+            return
+        from kernel_deps.peer import INSTALL_HINT, find_peer_cli
+
+        peer = find_peer_cli()
+        if peer is None:
+            formatter.write_paragraph()
+            formatter.write_text(
+                "Other subcommands (info, benchmark, verify-signature, ...) belong to the Hugging Face "
+                f"kernels library, which is not installed ({INSTALL_HINT})."
+            )
+            return
+        rows = [(name, text) for name, text in peer.subcommands if self.get_command(ctx, name) is None]
+        with formatter.section(f"Commands of Hugging Face kernels {peer.version} (run by it)"):
+            if rows:
+                formatter.write_dl(rows)
+            else:
+                formatter.write_text("any subcommand not listed above")
 
     def make_context(self, *args, **kwargs) -> click.Context:
         try:
@@ -37,10 +88,33 @@ class _Group(click.Group):
             interrupted()
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"kernel-deps {__version__}")
+    if _delegates(ctx):
+        from kernel_deps.peer import INSTALL_HINT, find_peer_cli
+
+        peer = find_peer_cli()
+        if peer is None:
+            click.echo(f"Hugging Face kernels: not installed ({INSTALL_HINT} for its subcommands)")
+        else:
+            group = ctx.command
+            theirs = [n for n in peer.subcommand_names() if isinstance(group, click.Group) and group.get_command(ctx, n) is None]
+            click.echo(f"Hugging Face kernels {peer.version} ({peer.location}): runs {', '.join(theirs) or 'the subcommands kernel-deps lacks'}")
+    ctx.exit()
+
+
 @click.group(cls=_Group)
-@click.version_option(__version__, prog_name="kernel-deps")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show kernel-deps' version, and the Hugging Face kernels library's when installed.")
 def main() -> None:
     """Lock, download, verify and load compute kernels from the Hugging Face Hub."""
+
+
+def main_own_commands() -> None:
+    """The ``kernel-deps`` command: the same CLI, never handing a subcommand to another tool."""
+    main(prog_name="kernel-deps", obj=OWN_COMMANDS_ONLY)
 
 
 @main.command()
@@ -110,6 +184,12 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
         for line in outcome.notes:
             click.echo(f"note: {line}", err=True)
     else:
+        if outcome.converted_from is not None:
+            verb = "Converted" if outcome.written else "Would convert"
+            click.echo(
+                f"{verb} {name} from the {outcome.converted_from} format to kernel-deps' "
+                "(its pins are kept; 'kernels export' writes the old format again)"
+            )
         for line in outcome.changes:
             click.echo(line)
         for line in outcome.notes:
@@ -144,6 +224,26 @@ def lock(
     write = not (check or dry_run)
     outcome = lock_project(project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=write)
     _render_outcome(outcome, as_json=as_json, check=check)
+
+
+@main.command()
+@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.option("--format", "format_name", required=True, metavar="FORMAT",
+              help="kernels-0.17: the lock Hugging Face kernels 0.17 reads; kernels-0.16: the one 0.16 and older read.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE instead of stdout.")
+def export(project_dir: Path, format_name: str, output: Path | None) -> None:
+    """Write kernels.lock in the format of another tool (commit pins, transitive kernels included)."""
+    from kernel_deps.compat import export_lock
+    from kernel_deps.lockfile import lock_path
+
+    text, lock = export_lock(lock_path(project_dir), format_name)
+    if output is None:
+        click.echo(text)
+        return
+    from kernel_deps.atomicfile import write_text
+
+    write_text(output, text)
+    click.echo(f"Wrote {output} ({format_name} format, {len(lock.kernels)} kernels)", err=True)
 
 
 def _project_argument(positional: Path | None, option: Path | None) -> Path:

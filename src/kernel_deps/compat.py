@@ -15,16 +15,21 @@ one would sit beside its reader. The format of a file is told by its first entry
 is (it pins commits and variant hashes, all they need) and never rewrite it; a kernels
 0.17 lock carries no hashes, so they refuse it and say how to convert it.
 
+``kernels export`` writes our lock in either of their formats (:func:`to_kernels016`,
+:func:`to_kernels017`), so a project can hand its pins to a tool that reads only those.
+
 This module imports :mod:`kernel_deps.lockfile` (the model, its JSON helpers) and
 ``errors``.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
-from kernel_deps.errors import LockfileError
+from kernel_deps.errors import LockfileError, UsageError
 from kernel_deps.lockfile import (
     COMMIT_SHA,
     FieldError,
@@ -38,11 +43,13 @@ from kernel_deps.lockfile import (
 )
 
 __all__ = [
-    "KERNELS_016", "from_kernels016", "is_kernels017", "kernels017_pins", "parse_lock_for_use", "read_lock_for_use",
-    "read_prior_pins",
+    "EXPORT_FORMATS", "KERNELS_016", "KERNELS_017", "export_lock", "from_kernels016", "is_kernels017",
+    "kernels017_named_pins", "kernels017_pins", "parse_lock_for_use", "read_lock_for_use", "read_prior_pins",
+    "to_kernels016", "to_kernels017", "written_by_kernels016",
 ]  # fmt: skip
 
 KERNELS_016 = "Hugging Face kernels <= 0.16"
+KERNELS_017 = "Hugging Face kernels 0.17"
 
 
 def read_lock_for_use(path: Path) -> tuple[Lockfile, str | None]:
@@ -60,8 +67,12 @@ def parse_lock_for_use(text: str, *, source: str) -> tuple[Lockfile, str | None]
             f"{source}: written by Hugging Face kernels 0.17, which records commits but no variant hashes, "
             "so nothing could be verified against it; run 'kernels lock' to convert it (its pins are kept)"
         )
-    foreign = any(isinstance(entry, dict) and "dependencies" not in entry for entry in data)
-    return from_kernels016(data, source), KERNELS_016 if foreign else None
+    return from_kernels016(data, source), KERNELS_016 if written_by_kernels016(data) else None
+
+
+def written_by_kernels016(data: list[Any]) -> bool:
+    """Whether decoded lock entries (ours or kernels <= 0.16's) were written by kernels <= 0.16."""
+    return any(isinstance(entry, dict) and "dependencies" not in entry for entry in data)
 
 
 def read_prior_pins(text: str, *, source: str) -> dict[str, str]:
@@ -102,23 +113,36 @@ def is_kernels017(data: list[Any]) -> bool:
 
 def kernels017_pins(data: list[Any], source: str) -> dict[str, str]:
     """Repo id -> commit of decoded kernels 0.17 entries; repos pinned at two commits are left out."""
-    pins: dict[str, str] = {}
+    return {repo_id: commit for repo_id, (commit, _) in kernels017_named_pins(data, source).items()}
+
+
+def kernels017_named_pins(data: list[Any], source: str) -> dict[str, tuple[str, str | None]]:
+    """Repo id -> (commit, the ref it was locked under) of decoded kernels 0.17 entries.
+
+    The ref is ``vN`` for a ``"version": N`` entry (kernels 0.17 resolves a major to that
+    branch) and the revision for a branch or tag revision; None for a commit, or when one
+    repo has entries naming different refs. Repos pinned at two commits are left out.
+    """
+    pins: dict[str, tuple[str, str | None]] = {}
     conflicting: set[str] = set()
     for i, entry in enumerate(data):
         try:
-            repo_id, commit = _kernels017_pin(entry)
+            repo_id, commit, ref = _kernels017_pin(entry)
         except FieldError as exc:
             raise LockfileError(
                 f"{source}: {exc.detail} in '{exc.within(f'[{i}]').key}' (kernels 0.17 lock); {exc.expected}; "
                 "fix the entry, or delete the lock and run 'kernels lock'"
             ) from None
-        if pins.setdefault(repo_id, commit) != commit:
+        known = pins.setdefault(repo_id, (commit, ref))
+        if known[0] != commit:
             conflicting.add(repo_id)
-    return {repo_id: commit for repo_id, commit in pins.items() if repo_id not in conflicting}
+        elif known[1] != ref:
+            pins[repo_id] = (commit, None)
+    return {repo_id: pin for repo_id, pin in pins.items() if repo_id not in conflicting}
 
 
-def _kernels017_pin(entry: Any) -> tuple[str, str]:
-    """(repo id, commit) of one kernels 0.17 entry, checked as strictly as kernels 0.17 does."""
+def _kernels017_pin(entry: Any) -> tuple[str, str, str | None]:
+    """(repo id, commit, ref) of one kernels 0.17 entry, checked as strictly as kernels 0.17 does."""
     check_object(entry, "", ("dependency", "lock"), ("dependency", "lock"))
     dep = check_object(entry["dependency"], ".dependency", ("repo-id", "version", "revision"), ("repo-id",))
     lock = check_object(entry["lock"], ".lock", ("commit",), ("commit",))
@@ -135,4 +159,79 @@ def _kernels017_pin(entry: Any) -> tuple[str, str]:
     # kernels 0.17 accepts upper case and lower-cases it; SHA-256 object ids name no Hub commit.
     if not isinstance(commit, str) or not COMMIT_SHA.fullmatch(commit.lower()):
         raise invalid(".lock.commit", "commit", commit, "expected 40 hex characters (a full commit SHA)")
-    return dep["repo-id"], commit.lower()
+    if "version" in dep:
+        ref: str | None = f"v{version}"
+    else:
+        ref = None if COMMIT_SHA.fullmatch(dep["revision"].lower()) else dep["revision"]
+    return dep["repo-id"], commit.lower(), ref
+
+
+# -- writing their formats ----------------------------------------------------------------------
+
+_MAJOR_BRANCH = re.compile(r"^v(0|[1-9][0-9]*)$")
+
+
+def to_kernels016(lock: Lockfile) -> str:
+    """``lock`` as kernels <= 0.16 writes it: ``repo_id``, ``sha`` and ``variants`` per entry."""
+    entries = [
+        {"repo_id": k.repo_id, "sha": k.sha, "variants": {n: {"hash": v.hash, "hash_type": v.hash_type} for n, v in k.variants.items()}}
+        for k in lock.kernels
+    ]
+    return json.dumps(entries, indent=2)
+
+
+def to_kernels017(lock: Lockfile) -> str:
+    """``lock`` as kernels 0.17 writes it: one ``{"dependency", "lock": {"commit"}}`` per way a
+    kernel is asked for, byte for byte as its own writer lays them out.
+
+    kernels 0.17 looks a kernel up by the dependency that asks for it: a project's entry
+    for a direct kernel, a parent's ``kernel-depends`` entry for a transitive one. So each
+    kernel gets the key its requirement gives (a major: ``{"version": N}``; a revision:
+    ``{"revision": ...}``; a PEP 440 range, which kernels 0.17 cannot express: the locked
+    tag as a revision), and every kernel gets the key its locked ref gives (the ``vN``
+    branch: ``{"version": N}``, which is how kernels 0.17 resolves ``version = N``; another
+    tag or branch, or none: a revision), which is what a parent asking for it in
+    kernels 0.17's terms names. All keys of a kernel pin its one locked commit.
+    """
+    keys: set[tuple[str, int, int | str]] = set()
+    commits: dict[str, str] = {}
+    for kernel in lock.kernels:
+        commits[kernel.repo_id] = kernel.sha
+        by_ref = _key_for_ref(kernel.version, kernel.sha)
+        keys.add((kernel.repo_id, *by_ref))
+        if kernel.requirement is not None:
+            if kernel.requirement.isdigit():
+                keys.add((kernel.repo_id, 0, int(kernel.requirement)))
+            elif kernel.requirement.startswith("revision="):
+                keys.add((kernel.repo_id, 1, kernel.requirement.removeprefix("revision=")))
+    # kernels 0.17 keeps them in a map ordered by repo id, then versions (numerically)
+    # before revisions.
+    entries = []
+    for repo_id, kind, value in sorted(keys):
+        dependency = {"repo-id": repo_id, ("version" if kind == 0 else "revision"): value}
+        entries.append({"dependency": dependency, "lock": {"commit": commits[repo_id]}})
+    return json.dumps(entries, indent=2)
+
+
+def _key_for_ref(version: str | None, sha: str) -> tuple[int, int | str]:
+    """(0, N) for a ``vN`` ref, else (1, the ref name, or the commit when none is recorded)."""
+    if version is not None and (match := _MAJOR_BRANCH.fullmatch(version)):
+        return 0, int(match.group(1))
+    return 1, version if version is not None else sha
+
+
+# Formats ``kernels export`` writes: name -> writer.
+EXPORT_FORMATS = {"kernels-0.17": to_kernels017, "kernels-0.16": to_kernels016}
+
+
+def export_lock(path: Path, format_name: str) -> tuple[str, Lockfile]:
+    """The lock at ``path`` (ours or kernels <= 0.16's) in ``format_name``, and the lock itself.
+
+    UsageError for an unknown format; LockfileError for a lock that is missing, invalid, or
+    in kernels 0.17's format (which holds no hashes to carry over).
+    """
+    writer = EXPORT_FORMATS.get(format_name)
+    if writer is None:
+        raise UsageError(f"unknown export format {format_name!r}; use one of {', '.join(sorted(EXPORT_FORMATS))}")
+    lock, _ = read_lock_for_use(path)
+    return writer(lock), lock

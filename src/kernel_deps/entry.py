@@ -41,10 +41,20 @@ def interrupted() -> None:
 
 
 def main() -> None:
-    """Run the CLI (:func:`kernel_deps.cli.main`)."""
+    """Run the ``kernels`` command (:func:`kernel_deps.cli.main`)."""
     try:
         from kernel_deps.cli import main as cli
 
         cli()
+    except KeyboardInterrupt:
+        interrupted()
+
+
+def main_kernel_deps() -> None:
+    """Run the ``kernel-deps`` command: kernel-deps' own subcommands only."""
+    try:
+        from kernel_deps.cli import main_own_commands
+
+        main_own_commands()
     except KeyboardInterrupt:
         interrupted()

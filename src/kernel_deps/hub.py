@@ -162,6 +162,14 @@ class HubClient:
             return []
         return check_listing(repo_id, commit, folder, entries)
 
+    def list_top_level(self, repo_id: str, commit: str) -> list[str]:
+        """The paths at the top of the repo at ``commit`` (files and folders, not recursive).
+
+        Listing first lets a caller ask for an optional file without requesting a missing
+        one (which some servers answer with retryable 5xx errors).
+        """
+        return [entry["path"] for entry in self._list_tree(repo_id, commit, "", recursive=False)]
+
     def read_small_file(self, repo_id: str, commit: str, path: str, limit: int = MAX_SMALL_FILE_BYTES) -> bytes:
         """The bytes of one small file at ``commit``; refuses files over ``limit`` bytes."""
         url = hf_hub_url(repo_id, path, repo_type=self.repo_type(repo_id), revision=commit, endpoint=self.endpoint)

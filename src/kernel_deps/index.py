@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import json
 import threading
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, TypeVar
 
-from kernel_deps.errors import HubError, InvalidKernelMetadataError, PyprojectError
+from kernel_deps.errors import HubError, InvalidKernelMetadataError, InvalidRepoIdError, PyprojectError
 from kernel_deps.hashing import variant_hash
 from kernel_deps.hub import HubClient, RepoRefs, TreeFile
-from kernel_deps.settings import BUILD_DIR, HUB_WORKERS
-from kernel_deps.spec import KernelRequirement, parse_kernel_depends
+from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, KERNEL_STATUS_NAME
+from kernel_deps.spec import KernelRequirement, parse_kernel_depends, validate_repo_id
 from kernel_deps.variants import is_valid_variant_name
 
 T = TypeVar("T")
@@ -60,6 +61,8 @@ class KernelIndex:
         self._calls = ThreadPoolExecutor(max_workers=2 * max_workers, thread_name_prefix="kernel-deps-hub")
         self._memo: dict[tuple, _Once] = {}
         self._lock = threading.Lock()
+        # Every repo found to redirect during this run, for the notes `kernels lock` prints.
+        self.redirects_followed: dict[str, Redirect] = {}
 
     def close(self, *, wait: bool = True) -> None:
         """Stop background work (pending prefetches are dropped); ``wait`` for running calls."""
@@ -115,9 +118,34 @@ class KernelIndex:
                     raise InvalidKernelMetadataError(exc.message) from None
                 for req in requirements:
                     found.setdefault((req.repo_id, req.text), req)
-            return tuple(found[key] for key in sorted(found))
+            followed = {(req.repo_id, req.text): req for req in self.follow_redirects(found[key] for key in sorted(found))}
+            return tuple(followed[key] for key in sorted(followed))
 
         return self._once(("deps", repo_id, commit), fetch)
+
+    def redirect(self, repo_id: str) -> Redirect | None:
+        """Where ``repo_id`` redirects, from the ``kernel-status.toml`` at the top of its main
+        branch (as the Hugging Face library reads it); None when it has none. Asked once."""
+
+        def fetch() -> Redirect | None:
+            main = next((r.commit for r in self.refs(repo_id).refs if r.kind == "branch" and r.name == "main"), None)
+            if main is None or KERNEL_STATUS_NAME not in self.hub.list_top_level(repo_id, main):
+                return None
+            data = self.hub.read_small_file(repo_id, main, KERNEL_STATUS_NAME)
+            return parse_kernel_status(repo_id, data, f"{repo_id}@{main[:12]}: {KERNEL_STATUS_NAME}")
+
+        found = self._once(("redirect", repo_id), fetch)
+        if found is not None:
+            with self._lock:
+                self.redirects_followed[repo_id] = found
+        return found
+
+    def follow_redirects(self, requirements: Iterable[KernelRequirement]) -> list[KernelRequirement]:
+        """``requirements`` with each repo that redirects replaced by its destination (one hop,
+        as the Hugging Face library follows them); the repos are asked concurrently."""
+        requirements = list(requirements)
+        found = list(self._calls.map(lambda req: self.redirect(req.repo_id), requirements))
+        return [req if to is None else replace(req, repo_id=to.destination) for req, to in zip(requirements, found)]
 
     def metadata(self, repo_id: str, commit: str, variant: str) -> dict:
         """The parsed ``build/<variant>/metadata.json`` at ``commit`` (read, not cached on disk)."""
@@ -170,6 +198,38 @@ class KernelIndex:
         if slot.error is not None:
             raise slot.error
         return slot.value  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    """A ``kernel-status.toml`` of ``kind = "redirect"``: the repo moved to ``destination``."""
+
+    source: str
+    destination: str
+    revision: str = "main"
+
+
+def parse_kernel_status(repo_id: str, data: bytes, source: str) -> Redirect:
+    """A repo's ``kernel-status.toml``; InvalidKernelMetadataError naming ``source`` when it is
+    not one the Hugging Face library accepts (``kind = "redirect"``, ``destination``)."""
+    try:
+        parsed = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InvalidKernelMetadataError(f"{source} is not valid TOML ({exc})") from None
+    kind = parsed.get("kind")
+    if kind != "redirect":
+        raise InvalidKernelMetadataError(
+            f"{source}: kind = {kind!r}: the only status kernel-deps (and the Hugging Face library) knows is "
+            f"'redirect'; ask the owners of {repo_id} to fix it, or pin a revision"
+        )
+    destination, revision = parsed.get("destination"), parsed.get("revision", "main")
+    try:
+        validate_repo_id(destination)  # type: ignore[arg-type]
+    except InvalidRepoIdError:
+        raise InvalidKernelMetadataError(f"{source}: destination = {destination!r} is not a repo id (org/name)") from None
+    if destination == repo_id or not isinstance(revision, str) or not revision:
+        raise InvalidKernelMetadataError(f"{source}: a redirect to {destination!r} at revision {revision!r} leads nowhere")
+    return Redirect(repo_id, destination, revision)
 
 
 def parse_metadata(data: bytes, source: str) -> dict:

@@ -11,6 +11,10 @@ Finding the lock, in order: the ``lockfile=`` argument; ``KERNELS_LOCKFILE``; th
 ``kernels.lock`` embedded in the installed distribution of the package that called the
 loader; the nearest ``kernels.lock`` beside a ``pyproject.toml``, walking up from the
 working directory.
+
+``get_kernel``, ``has_kernel`` and ``get_local_kernel`` take the Hugging Face library's
+arguments (docs/loader.md); a ``LOCAL_KERNELS`` override (:mod:`kernel_deps.local_kernels`)
+replaces any load of the kernels it names with their local build.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ import os
 import re
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kernel_deps import cache, verified_import
 from kernel_deps.errors import (
@@ -36,13 +41,17 @@ from kernel_deps.errors import (
     KernelNotCachedError,
     KernelNotLockedError,
     LockNotFoundError,
+    UsageError,
 )
 from kernel_deps.compat import parse_lock_for_use, read_lock_for_use
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
-from kernel_deps.system import detect_system
+from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.variants import select_variant
 from kernel_deps.verified_import import ROOT_PACKAGE, VerifiedFinder, VerifiedTree, package_of
+
+if TYPE_CHECKING:
+    from kernel_deps.spec import KernelRequirement
 
 _OWN_PACKAGE = __name__.split(".")[0]
 
@@ -164,44 +173,144 @@ _loaded: dict[tuple[str, str, str], ModuleType] = {}
 _load_lock = threading.RLock()
 
 
-def load_kernel(repo_id: str, *, lockfile: str | os.PathLike[str] | None = None) -> ModuleType:
+def load_kernel(
+    repo_id: str, *, lockfile: str | os.PathLike[str] | None = None, backend: str | None = None
+) -> ModuleType:
     """The locked kernel's module, from the cache only; never touches the network."""
+    system = system_for_backend(backend)
+    override = _override(repo_id, system)
+    if override is not None:
+        return override
     source = find_lock(lockfile, caller=calling_module())
-    return _load(repo_id, source, allow_download=False)
+    return _load(repo_id, source, allow_download=False, system=system)
 
 
-def get_locked_kernel(repo_id: str, *, lockfile: str | os.PathLike[str] | None = None) -> ModuleType:
+def get_locked_kernel(
+    repo_id: str, *, lockfile: str | os.PathLike[str] | None = None, backend: str | None = None
+) -> ModuleType:
     """The locked kernel's module, downloading the locked variant (verified) if absent."""
+    system = system_for_backend(backend)
+    override = _override(repo_id, system)
+    if override is not None:
+        return override
     source = find_lock(lockfile, caller=calling_module())
-    return _load(repo_id, source, allow_download=True)
+    return _load(repo_id, source, allow_download=True, system=system)
 
 
-def get_kernel(repo_id: str, version: str | int | None = None, revision: str | None = None) -> ModuleType:
-    """Unlocked use for exploration: resolve a range or revision, download verified, load."""
+def get_kernel(
+    repo_id: str, *, version: int | str | None = None, revision: str | None = None, backend: str | None = None
+) -> ModuleType:
+    """Unlocked use, as the Hugging Face library's ``get_kernel``: resolve, download verified, load.
+
+    Exactly one of ``version`` (a major as an int, e.g. ``1``: the ``v1`` branch or the
+    newest ``v1.*`` tag; or a PEP 440 range string) and ``revision`` (a branch, tag or
+    commit) is required, as in the Hugging Face library.
+    """
+    system = system_for_backend(backend)
+    override = _override(repo_id, system)
+    if override is not None:
+        return override
+    lock, requirement = _resolve_unlocked(repo_id, version, revision, "get_kernel")
+    return _load(repo_id, LockSource(lock, "get_kernel", f"resolved {requirement.describe()}"), allow_download=True, system=system)
+
+
+def has_kernel(
+    repo_id: str, *, version: int | str | None = None, revision: str | None = None, backend: str | None = None
+) -> bool:
+    """Whether the kernel at that version or revision has a build for this machine (or ``backend``).
+
+    Asks the Hub (its refs and file listing at the resolved commit); downloads nothing.
+    A ``LOCAL_KERNELS`` override answers from its local folder instead.
+    """
+    from kernel_deps.local_kernels import LocalKernelError, local_build_folder, local_overrides
+    from kernel_deps.variants import NoMatchingVariantError, rank_variants
+
+    system = system_for_backend(backend)
+    local = local_overrides().get(repo_id)
+    if local is not None:
+        try:
+            local_build_folder(local, system, label=repo_id)
+        except (LocalKernelError, NoMatchingVariantError):
+            return False
+        return True
+    lock, _ = _resolve_unlocked(repo_id, version, revision, "has_kernel")
+    kernel = lock.get(repo_id)
+    return kernel is not None and bool(rank_variants(kernel.variants, system)[0])
+
+
+def get_local_kernel(
+    repo_path: str | os.PathLike[str], package_name: str | None = None, *, backend: str | None = None
+) -> ModuleType:
+    """Import a kernel from a local folder (a kernel repo or one build), unverified, with a warning.
+
+    ``package_name`` names the package folder inside a build of the older layout
+    (``build/<variant>/<package_name>/__init__.py``); it is found when not given.
+    """
+    from kernel_deps.local_kernels import import_local_kernel
+
+    system = system_for_backend(backend)
+    return import_local_kernel(Path(repo_path), system, package_name=package_name, label=str(repo_path))
+
+
+def _override(repo_id: str, system: SystemInfo) -> ModuleType | None:
+    """The ``LOCAL_KERNELS`` build of ``repo_id``, imported with a warning; None when not overridden."""
+    from kernel_deps.local_kernels import import_local_kernel, local_overrides
+
+    path = local_overrides().get(repo_id)
+    if path is None:
+        return None
+    # Warn at the line that called load_kernel / get_kernel, two frames up.
+    return import_local_kernel(path, system, label=repo_id, warn_stacklevel=3)
+
+
+def _resolve_unlocked(repo_id: str, version: int | str | None, revision: str | None, function: str) -> tuple[Lockfile, "KernelRequirement"]:
+    """A one-kernel lock (its dependencies included) for ``version`` or ``revision``, from the Hub."""
     from kernel_deps.hub import HubClient
     from kernel_deps.index import KernelIndex
     from kernel_deps.locking import build_lockfile
     from kernel_deps.resolver import resolve
     from kernel_deps.spec import parse_requirement
 
-    if version is not None and revision is not None:
-        raise KernelDepsError(f"get_kernel({repo_id!r}): pass version or revision, not both")
-    value: object = {"revision": revision} if revision is not None else (version if version is not None else ">=0.0.0a0")
-    requirement = parse_requirement(repo_id, value, source="get_kernel()")
+    if (version is None) == (revision is None):
+        given = "both" if version is not None else "neither"
+        raise UsageError(
+            f"{function}({repo_id!r}): pass exactly one of version= (a major, e.g. version=1, or a range "
+            f"such as '>=1.2,<2') and revision= (a branch, tag or commit); {given} given"
+        )
+    value: object = {"revision": revision} if revision is not None else version
+    requirement = parse_requirement(repo_id, value, source=f"{function}()")
     hub = HubClient()
     with hub.operation(), KernelIndex(hub) as index:  # resolving has one time budget; downloading its own
         resolution = resolve([requirement], index)
         lock = build_lockfile(resolution, [requirement], index)
-    return _load(repo_id, LockSource(lock, "get_kernel", f"resolved {requirement.describe()}"), allow_download=True)
+    return lock, requirement
 
 
-def _load(repo_id: str, source: LockSource, *, allow_download: bool) -> ModuleType:
+def system_for_backend(backend: str | None) -> SystemInfo:
+    """This machine's description, or the same machine taking builds for ``backend``.
+
+    As in the Hugging Face library, ``backend`` can only be ``cpu`` or the backend torch
+    was built for (the default).
+    """
+    system = _this_system()
+    if backend is None or backend.lower() == system.backend:
+        return system
+    if backend.lower() == "cpu":
+        return replace(system, backend="cpu", backend_version=None)
+    raise UsageError(
+        f"backend={backend!r}: this machine's torch runs {system.backend}; "
+        f"pass backend='cpu' or backend={system.backend!r}, or leave it out"
+    )
+
+
+def _load(repo_id: str, source: LockSource, *, allow_download: bool, system: SystemInfo | None = None) -> ModuleType:
     kernel = source.lock.get(repo_id)
     if kernel is None:
         raise KernelNotLockedError(
             f"{repo_id} is not locked in {source.path}; add it to [tool.kernels.dependencies] and run kernels lock"
         )
-    variant = select_variant(repo_id, sorted(kernel.variants), _this_system())
+    repo_id = kernel.repo_id  # a repo that redirects is loaded as its destination, which the lock pins
+    variant = select_variant(repo_id, sorted(kernel.variants), system or _this_system())
     key = (repo_id, kernel.sha, variant)
     with _load_lock:
         module = _loaded.get(key)
@@ -310,7 +419,10 @@ __all__ = [
     "LockSource",
     "find_lock",
     "get_kernel",
+    "get_local_kernel",
     "get_locked_kernel",
+    "has_kernel",
     "load_kernel",
     "loaded_kernels",
+    "system_for_backend",
 ]

@@ -41,7 +41,7 @@ __all__ = ["LockedKernel", "Lockfile", "VariantLock", "read_lock_text", "read_lo
 COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
 _HASH = re.compile(r"sha256-[0-9a-f]{64}")
 _VARIANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-_ENTRY_KEYS = ("repo_id", "sha", "variants", "version", "requirement", "dependencies")
+_ENTRY_KEYS = ("repo_id", "sha", "variants", "version", "requirement", "dependencies", "redirected_from")
 _REQUIRED_KEYS = ("repo_id", "sha", "variants", "dependencies")
 _VARIANT_KEYS = ("hash", "hash_type")
 _FIX = "fix the entry or rerun 'kernels lock'"
@@ -155,6 +155,9 @@ class LockedKernel:
     version: str | None = None
     requirement: str | None = None
     dependencies: tuple[str, ...] = ()
+    # Repo ids pyproject.toml names that redirect here (their kernel-status.toml): this
+    # entry is the lock's answer for them too.
+    redirected_from: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if reason := repo_id_problem(self.repo_id):
@@ -186,6 +189,15 @@ class LockedKernel:
                 raise invalid(key, "dependency", dep, "expected each other kernel once, not the kernel itself")
         object.__setattr__(self, "variants", _FrozenMap(sorted(self.variants.items())))
         object.__setattr__(self, "dependencies", tuple(sorted(dependencies)))
+        if not isinstance(self.redirected_from, (list, tuple)):
+            raise invalid(".redirected_from", "redirected_from", self.redirected_from, "expected a list of repo ids")
+        sources = tuple(self.redirected_from)
+        for index, source in enumerate(sources):
+            if reason := repo_id_problem(source):
+                raise invalid(f".redirected_from[{index}]", "repo id", source, reason)
+            if source == self.repo_id or source in sources[:index]:
+                raise invalid(f".redirected_from[{index}]", "repo id", source, "expected each other repo id once")
+        object.__setattr__(self, "redirected_from", tuple(sorted(sources)))
 
     @classmethod
     def from_dict(cls, raw: Any) -> LockedKernel:
@@ -198,6 +210,7 @@ class LockedKernel:
             version=_get_optional(entry, "version"),
             requirement=_get_optional(entry, "requirement"),
             dependencies=entry["dependencies"],
+            redirected_from=entry.get("redirected_from", ()),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -209,6 +222,8 @@ class LockedKernel:
         if self.requirement is not None:
             entry["requirement"] = self.requirement
         entry["dependencies"] = list(self.dependencies)
+        if self.redirected_from:
+            entry["redirected_from"] = list(self.redirected_from)
         return entry
 
 
@@ -232,17 +247,25 @@ class Lockfile:
             for position, dep in enumerate(kernel.dependencies):
                 if dep not in first:
                     raise MissingEntryError(i, kernel.repo_id, dep, position)
+        for i, kernel in enumerate(self.kernels):
+            for position, source in enumerate(kernel.redirected_from):
+                if source in first:
+                    detail = f"{source!r} has an entry of its own and also redirects to {kernel.repo_id!r}"
+                    raise FieldError(f"[{i}].redirected_from[{position}]", detail, "expected one or the other")
+                first[source] = i
         kernels = tuple(sorted(self.kernels, key=lambda k: k.repo_id))
         object.__setattr__(self, "kernels", kernels)
-        object.__setattr__(self, "_index", _FrozenMap((k.repo_id, k) for k in kernels))
+        # A repo that redirects is found under its own id too, as the entry of its destination.
+        aliases = [(source, k) for k in kernels for source in k.redirected_from]
+        object.__setattr__(self, "_index", _FrozenMap([*((k.repo_id, k) for k in kernels), *aliases]))
 
     @property
     def repo_ids(self) -> tuple[str, ...]:
         """The locked repo ids, sorted."""
-        return tuple(self._index)
+        return tuple(k.repo_id for k in self.kernels)
 
     def get(self, repo_id: str) -> LockedKernel | None:
-        """The entry for ``repo_id``, or None when it is not locked."""
+        """The entry for ``repo_id`` (the destination's, for a repo that redirects), or None when it is not locked."""
         return self._index.get(repo_id)
 
     def to_json(self) -> str:

@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from kernel_deps import atomicfile
-from kernel_deps.compat import from_kernels016, is_kernels017, kernels017_pins
+from kernel_deps.compat import (
+    KERNELS_016,
+    KERNELS_017,
+    from_kernels016,
+    is_kernels017,
+    kernels017_named_pins,
+    written_by_kernels016,
+)
 from kernel_deps.lockfile import (
     LockedKernel,
     Lockfile,
@@ -19,7 +26,8 @@ from kernel_deps.lockfile import (
 )
 from kernel_deps.pyproject import project_from_text, read_project, read_pyproject_text, read_targets
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
-from kernel_deps.settings import BUILD_DIR, EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.errors import UsageError
+from kernel_deps.settings import BUILD_DIR, EDIT_JOURNAL_NAME, KERNEL_STATUS_NAME, LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.sync import Problem, check_sync, check_targets
 from kernel_deps.targets import Target
@@ -39,26 +47,31 @@ class LockOutcome:
     changes: list[str]
     up_to_date: bool
     written: bool
-    # Why a kernel was held back for a deployment target, build folders skipped.
+    # Why a kernel was held back for a deployment target, build folders skipped, redirects followed.
     notes: list[str] = field(default_factory=list)
     # Declared targets the prior lock does not serve (the targets changed since it was made).
     uncovered: list[Problem] = field(default_factory=list)
     targets: tuple[Target, ...] = ()
+    # The other tool whose lock this run replaced with ours, keeping its pins (None: ours or none).
+    converted_from: str | None = None
 
 
-def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], bytes | None]:
-    """The prior lock (None when absent or in another tool's format), its pins, its bytes."""
+def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], bytes | None, str | None]:
+    """The prior lock (None when absent or in kernels 0.17's format), its pins, its bytes,
+    and which other tool wrote it (None: kernel-deps, or no lock)."""
     text = read_lock_text(path, missing_ok=True)
     if text is None:
-        return None, {}, None
+        return None, {}, None, None
     data = load_entries(text, str(path))  # each format below is read as strictly as its tool reads it
     if is_kernels017(data):
         # A kernels 0.17 lock: its commits are kept, its layout is replaced.
-        commits = kernels017_pins(data, str(path))
-        return None, {repo_id: Pin(commit) for repo_id, commit in commits.items()}, text.encode("utf-8")
+        named = kernels017_named_pins(data, str(path))
+        pins = {repo_id: Pin(commit, ref) for repo_id, (commit, ref) in named.items()}
+        return None, pins, text.encode("utf-8"), KERNELS_017
     previous = from_kernels016(data, str(path))  # ours, or kernels <= 0.16's
     pins = {k.repo_id: Pin(k.sha, k.version) for k in previous.kernels}
-    return previous, pins, text.encode("utf-8")
+    foreign = KERNELS_016 if written_by_kernels016(data) else None
+    return previous, pins, text.encode("utf-8"), foreign
 
 
 def lock_project(
@@ -84,7 +97,7 @@ def lock_project(
         targets = read_targets(project_dir)
     targets = tuple(targets)
     path = lock_path(project_dir)
-    previous, pins, raw = read_previous_lock(path)
+    previous, pins, raw, foreign = read_previous_lock(path)
     uncovered = check_targets(targets, previous) if previous is not None else []
     upgrade_packages = list(upgrade_packages)
     reject_unknown_upgrades(upgrade_packages, {r.repo_id for r in requirements} | set(pins))
@@ -103,9 +116,15 @@ def lock_project(
 
     hub = hub or HubClient()
     with hub.operation(), KernelIndex(hub) as index:  # one time budget for the whole resolution
-        resolution = resolve(requirements, index, pins=pins, targets=targets)
-        lock = build_lockfile(resolution, requirements, index, pins=pins)
-        notes = resolution_notes(resolution, lock, index)
+        followed = index.follow_redirects(requirements)
+        redirected_from = _redirected_from(requirements, followed)
+        resolution = resolve(followed, index, pins=pins, targets=targets)
+        lock = build_lockfile(resolution, followed, index, pins=pins, redirected_from=redirected_from)
+        notes = [
+            f"{source} redirects to {to.destination} ({KERNEL_STATUS_NAME} on its main branch); locked {to.destination}"
+            for source, to in sorted(index.redirects_followed.items())
+        ]
+        notes += resolution_notes(resolution, lock, index)
 
     new_bytes = lock.to_json().encode()
     up_to_date = raw == new_bytes
@@ -113,7 +132,10 @@ def lock_project(
     if not up_to_date and not changes:
         changes = [f"~ {LOCK_NAME}: layout differs from what kernels lock writes"]
     written = write and not up_to_date and write_lockfile(path, lock)
-    return LockOutcome(path, lock, previous, changes, up_to_date, written, notes, uncovered, targets)
+    return LockOutcome(
+        path, lock, previous, changes, up_to_date, written,
+        notes=notes, uncovered=uncovered, targets=targets, converted_from=foreign,
+    )
 
 
 # How many passed-over versions a held-back note names.
@@ -139,6 +161,24 @@ def resolution_notes(resolution: Resolution, lock: Lockfile, index: KernelIndex)
     return notes
 
 
+def _redirected_from(requirements: Sequence[KernelRequirement], followed: Sequence[KernelRequirement]) -> dict[str, tuple[str, ...]]:
+    """Destination -> the repo ids pyproject.toml names that redirect to it; UsageError when
+    pyproject.toml also names the destination itself (two requirements for one entry)."""
+    named = {req.repo_id for req in requirements}
+    found: dict[str, list[str]] = {}
+    for before, after in zip(requirements, followed):
+        if before.repo_id == after.repo_id:
+            continue
+        if after.repo_id in named or after.repo_id in found:
+            other = after.repo_id if after.repo_id in named else found[after.repo_id][0]
+            raise UsageError(
+                f"{PYPROJECT_NAME}: {before.repo_id} redirects to {after.repo_id} ({KERNEL_STATUS_NAME}), "
+                f"which [tool.kernels.dependencies] also asks for as {other}; keep one entry, for {after.repo_id}"
+            )
+        found[after.repo_id] = [before.repo_id]
+    return {destination: tuple(sources) for destination, sources in found.items()}
+
+
 def _holds(previous: Lockfile | None, raw: bytes | None, requirements: Sequence[KernelRequirement]) -> bool:
     """Whether the prior lock is exactly what resolving with its pins would write."""
     return previous is not None and raw == previous.to_json().encode() and not check_sync(requirements, previous)
@@ -150,9 +190,11 @@ def build_lockfile(
     index: KernelIndex,
     *,
     pins: Mapping[str, Pin] | None = None,
+    redirected_from: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Lockfile:
     """Hash every variant of every resolved commit and assemble the lock entries; a kept
-    pin keeps the tag or branch name it was locked under."""
+    pin keeps the tag or branch name it was locked under; ``redirected_from`` names, per
+    destination, the repos pyproject.toml asks for that redirect to it."""
     direct = {req.repo_id: req for req in requirements}
     pins = pins or {}
     entries = []
@@ -170,6 +212,7 @@ def build_lockfile(
                 version=version_name(candidate, resolution.requirements.get(repo_id, ()), recorded),
                 requirement=requirement.text if requirement else None,
                 dependencies=resolution.dependencies.get(repo_id, ()),
+                redirected_from=(redirected_from or {}).get(repo_id, ()),
             )
         )
     return Lockfile(kernels=tuple(entries))

@@ -66,7 +66,7 @@ def outdated_project(project_dir: Path, *, hub: HubClient | None = None) -> Outd
     lock, _ = read_lock_for_use(path)  # ours, or kernels <= 0.16's (it records no versions)
     hub = hub or HubClient()
     with hub.operation(), KernelIndex(hub) as index:  # one time budget for every question
-        upgraded = resolve(requirements, index, targets=targets)  # what `kernels lock --upgrade` would take
+        upgraded = resolve(index.follow_redirects(requirements), index, targets=targets)  # as `kernels lock --upgrade` would
         found = []
         for entry in lock.kernels:
             asked = upgraded.requirements.get(entry.repo_id, ())

@@ -23,6 +23,8 @@ PYPROJECT_NAME = "pyproject.toml"
 # as one change; its presence means that change is committed but not yet fully applied.
 EDIT_JOURNAL_NAME = ".kernels-edit.json"
 BUILD_DIR = "build"
+# At the top of a kernel repo's main branch: its status, e.g. a redirect to another repo.
+KERNEL_STATUS_NAME = "kernel-status.toml"
 
 KERNEL = "kernel"
 MODEL = "model"

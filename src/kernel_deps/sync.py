@@ -50,7 +50,10 @@ def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile) -> lis
             was = f"for {entry.requirement!r}" if entry.requirement else "only as a dependency of another kernel"
             message = f"{req.repo_id}: pyproject.toml asks for {req.text!r} but kernels.lock was locked {was}"
             problems.append(_sync("requirement-changed", req.repo_id, message, req.text, entry.requirement))
-    removed = {k.repo_id for k in lock.kernels if k.requirement is not None and k.repo_id not in direct}
+    removed = {
+        k.repo_id for k in lock.kernels
+        if k.requirement is not None and k.repo_id not in direct and not set(k.redirected_from) & direct.keys()
+    }
     for repo_id in sorted(removed):
         was = lock.get(repo_id).requirement
         message = f"{repo_id} was removed from pyproject.toml but kernels.lock still requires it ({was!r})"
@@ -98,8 +101,8 @@ def _reachable(lock: Lockfile, direct: dict[str, KernelRequirement]) -> set[str]
     seen: set[str] = set()
     todo = [repo_id for repo_id in direct if lock.get(repo_id) is not None]
     while todo:
-        repo_id = todo.pop()
-        if repo_id not in seen:
-            seen.add(repo_id)
-            todo += lock.get(repo_id).dependencies
+        entry = lock.get(todo.pop())  # a redirecting repo id gives its destination's entry
+        if entry.repo_id not in seen:
+            seen.add(entry.repo_id)
+            todo += entry.dependencies
     return seen

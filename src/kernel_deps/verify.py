@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 from kernel_deps import cache
 from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UnsafeRepoContentError, UsageError
 from kernel_deps.compat import read_lock_for_use
+from kernel_deps.local_kernels import LOCAL_KERNELS_ENV, describe_overrides, local_overrides
 from kernel_deps.lockfile import LockedKernel, Lockfile, lock_path
 from kernel_deps.pools import worker_pool
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, PYPROJECT_NAME, hash_threads, is_offline
@@ -46,6 +47,8 @@ HUB_KINDS = frozenset({"repo-missing", "commit-missing", "ref-missing", "ref-mov
                        "variant-not-on-hub", "variant-not-locked", "hub-error"})  # fmt: skip
 # Reported, but not a disagreement: the lock still holds, upstream has something newer.
 NOTICE_KINDS = frozenset({"ref-advanced", "foreign-lock"})
+# LOCAL_KERNELS is set: a development override that must not ship.
+LOCAL_KINDS = frozenset({"local-override"})
 
 
 @dataclass(frozen=True)
@@ -89,11 +92,18 @@ def verify_project(
     """
     if online and is_offline():
         raise UsageError("--online needs the Hub but HF_HUB_OFFLINE is set; unset HF_HUB_OFFLINE or drop --online")
+    overrides = local_overrides()  # read first: a malformed LOCAL_KERNELS is bad input
     requirements, declared = read_project(project_dir)
     wanted = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     path = lock_path(project_dir)
     lock, written_by = read_lock_for_use(path)
     notices: list[Problem] = []
+    local_problems = []
+    if overrides:
+        # A development override must not ship: loads would bypass the lock.
+        message = (f"{LOCAL_KERNELS_ENV} is set ({describe_overrides(overrides)}): loads of those kernels use the "
+                   f"local builds instead of {path.name}; unset {LOCAL_KERNELS_ENV} to ship")  # fmt: skip
+        local_problems.append(Problem("local-override", None, None, None, message))
     if written_by is None:
         problems = check_sync(requirements, lock)
     else:  # it records no versions or requirements to judge sync by
@@ -102,6 +112,7 @@ def verify_project(
                    "pyproject.toml is not checked; 'kernels lock' converts it, keeping its pins")  # fmt: skip
         notices.append(Problem("foreign-lock", None, None, None, message))
     problems += check_targets(declared, lock)
+    problems = local_problems + problems
     cache_problems, checked = check_cache(lock, cache_root=cache_root)
     problems += cache_problems
     present = {(c.repo_id, c.variant) for c in checked}

@@ -17,6 +17,11 @@ This module is imported by every setuptools build whose environment has kernel-d
 it imports nothing heavy at import. pyproject.toml is read and parsed once, by
 :func:`kernel_deps.spec.read_kernels_table`, the reader ``kernels lock`` uses, so a build
 reports a bad pyproject.toml as ``kernels lock`` does.
+
+A lock the Hugging Face ``kernels`` library wrote (<= 0.16, or 0.17) is embedded as it
+is, with a warning: that library's own ``egg_info.writers`` entry writes the same file
+byte for byte, so with both packages installed the wheel carries one copy whichever
+writer runs last.
 """
 
 from __future__ import annotations
@@ -85,6 +90,9 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
             f"run 'kernels lock' in {project_dir} and build again",
         ))  # fmt: skip
     text = read_lock_text(path)
+    foreign = _foreign_lock_warning(text, path, project_dir)
+    if foreign is not None:
+        return BuildLock(text, path, (foreign,))
     lock = Lockfile.from_json(text, source=str(path))
     problems = [problem.message for problem in (*check_sync(requirements, lock), *check_targets(targets, lock))]
     if not problems:
@@ -99,6 +107,36 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
         f"anyway, {_OPT_OUT}",
         problems,
     )
+
+
+def _foreign_lock_warning(text: str, path: Path, project_dir: Path) -> str | None:
+    """For a lock the Hugging Face library wrote, what to warn while embedding it as it is; None for ours.
+
+    With both packages installed, a setuptools build runs both ``kernels.lock`` writers on
+    the same file: embedding their lock byte for byte, as their writer does, keeps one
+    correct copy whichever runs last. Its sync with pyproject cannot be checked: it
+    records no requirements.
+    """
+    from kernel_deps.compat import KERNELS_016, KERNELS_017, is_kernels017, kernels017_pins, written_by_kernels016
+    from kernel_deps.lockfile import load_entries
+
+    data = load_entries(text, str(path))
+    if is_kernels017(data):
+        kernels017_pins(data, str(path))  # as strict as kernels 0.17 reads it
+        return (
+            f"{path} was written by {KERNELS_017}; the wheel carries it as it is, for that library's loader, but "
+            "kernel-deps' loader refuses it (it records no variant hashes) and its sync with pyproject.toml is not "
+            f"checked; run 'kernels lock' in {project_dir} to convert it, keeping its pins"
+        )
+    if written_by_kernels016(data):
+        from kernel_deps.compat import from_kernels016
+
+        from_kernels016(data, str(path))  # as strict as our own lock
+        return (
+            f"{path} was written by {KERNELS_016}: it records no versions or requirements, so its sync with "
+            f"pyproject.toml is not checked; run 'kernels lock' in {project_dir} to convert it, keeping its pins"
+        )
+    return None
 
 
 def _allow_stale(kernels_table: dict[str, Any], pyproject: Path) -> tuple[bool, str]:

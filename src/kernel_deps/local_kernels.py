@@ -1,0 +1,172 @@
+"""Local kernel builds for development: ``get_local_kernel`` and the ``LOCAL_KERNELS`` override.
+
+``LOCAL_KERNELS="org/name=/path/to/build:org/other=/path"`` makes every load of those
+kernels (``load_kernel``, ``get_locked_kernel``, ``get_kernel``, ``has_kernel``) use the
+local folder instead of the Hub or the lock, as the Hugging Face ``kernels`` library does.
+Such a load is not verified against any lock, so each one warns
+(:class:`LocalKernelWarning`), and ``kernels verify`` fails while the variable is set, so
+a development override cannot ship by accident.
+
+A local folder is a kernel repo (``build/<variant>/`` or ``<variant>/`` folders, this
+machine's build chosen as for a Hub repo) or one build folder (``__init__.py`` at its top,
+or in one package folder: the older layout, whose folder ``package_name`` names).
+The import is a plain one, under a private module name unique to the folder.
+
+Imports ``errors``, ``spec`` (repo ids), ``system``, ``variants``, ``settings``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+from kernel_deps.errors import InvalidRepoIdError, KernelImportError, UsageError
+from kernel_deps.settings import BUILD_DIR
+from kernel_deps.spec import validate_repo_id
+from kernel_deps.system import SystemInfo
+from kernel_deps.variants import is_valid_variant_name, select_variant
+
+LOCAL_KERNELS_ENV = "LOCAL_KERNELS"
+_MODULE_PREFIX = "_kernel_deps_local"
+
+
+class LocalKernelWarning(UserWarning):
+    """A kernel was loaded from a local folder (``LOCAL_KERNELS`` or ``get_local_kernel``), unverified."""
+
+
+class LocalKernelError(UsageError):
+    """A local kernel folder (from ``LOCAL_KERNELS`` or ``get_local_kernel``) holds no loadable build."""
+
+
+def local_overrides() -> dict[str, Path]:
+    """Repo id -> local folder, from ``LOCAL_KERNELS``; empty when unset or empty.
+
+    Entries are ``org/name=/path`` joined by ``:``, as the Hugging Face library reads
+    them; an entry without ``=``, with an invalid repo id or an empty path is bad input
+    naming the variable and the entry.
+    """
+    raw = os.environ.get(LOCAL_KERNELS_ENV, "").strip()
+    overrides: dict[str, Path] = {}
+    if not raw:
+        return overrides
+    for entry in raw.split(":"):
+        repo_id, sep, path = entry.partition("=")
+        problem = None
+        if not sep:
+            problem = "expected org/name=/path/to/build"
+        elif not path:
+            problem = "the path after '=' is empty"
+        else:
+            try:
+                validate_repo_id(repo_id)
+            except InvalidRepoIdError:
+                problem = f"{repo_id!r} is not a repo id of the form org/name"
+        if problem is not None:
+            raise UsageError(
+                f"{LOCAL_KERNELS_ENV}: invalid entry {entry!r}: {problem}; "
+                "set it to org/name=/path/to/build, several joined by ':' (or unset it)"
+            )
+        overrides[repo_id] = Path(path)
+    return overrides
+
+
+def describe_overrides(overrides: dict[str, Path]) -> str:
+    """``org/name -> /path, ...`` for messages."""
+    return ", ".join(f"{repo_id} -> {path}" for repo_id, path in sorted(overrides.items()))
+
+
+def local_build_folder(path: Path, system: SystemInfo, *, label: str) -> Path:
+    """The build folder to import from ``path``: this machine's variant of a local repo, or ``path`` itself."""
+    if not path.is_dir():
+        raise LocalKernelError(f"{label}: {path} is not a folder; point it at a kernel repo or build folder")
+    for base in (path, path / BUILD_DIR):
+        try:
+            variants = [child.name for child in base.iterdir() if child.is_dir() and is_valid_variant_name(child.name)]
+        except OSError:
+            continue
+        if variants:
+            return base / select_variant(label, variants, system)
+    return path
+
+
+def import_local_kernel(
+    path: Path, system: SystemInfo, *, package_name: str | None = None, label: str, warn_stacklevel: int = 2
+) -> ModuleType:
+    """Import the kernel build in ``path`` (see the module docstring), warning that it is unverified."""
+    folder = local_build_folder(Path(path), system, label=label)
+    init = _package_init(folder, package_name, label)
+    name = _module_name(init.parent)
+    _warn_every_time(
+        f"{label}: loading the local build in {init.parent}, not a locked and verified kernel; "
+        f"unset {LOCAL_KERNELS_ENV} before shipping ('kernels verify' fails while it is set)",
+        warn_stacklevel + 1,
+    )
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(init.parent)])
+    if spec is None or spec.loader is None:
+        raise KernelImportError(f"{label}: cannot import {init}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[loaded]
+        if not isinstance(exc, Exception):
+            raise
+        raise KernelImportError(f"{label}: the local build in {init.parent} failed to import: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _package_init(folder: Path, package_name: str | None, label: str) -> Path:
+    candidates = [folder / package_name / "__init__.py"] if package_name else []
+    candidates.append(folder / "__init__.py")
+    if not package_name:
+        try:
+            candidates += sorted(child / "__init__.py" for child in folder.iterdir() if (child / "__init__.py").is_file())
+        except OSError:
+            pass
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    named = f" (no {package_name}/__init__.py or __init__.py)" if package_name else " (no __init__.py)"
+    raise LocalKernelError(f"{label}: no kernel build in {folder}{named}; point it at a kernel repo or build folder")
+
+
+def _module_name(package_dir: Path) -> str:
+    resolved = str(package_dir.resolve())
+    slug = re.sub(r"[^0-9A-Za-z_]", "_", package_dir.name)
+    return f"{_MODULE_PREFIX}_{slug}_{hashlib.sha256(resolved.encode('utf-8')).hexdigest()[:12]}"
+
+
+def _warn_every_time(message: str, stacklevel: int) -> None:
+    """Warn on every call: a fresh registry, so Python's once-per-place default does not hide repeats."""
+    frame = sys._getframe(stacklevel)
+    warnings.warn_explicit(
+        message,
+        LocalKernelWarning,
+        frame.f_code.co_filename,
+        frame.f_lineno,
+        module=frame.f_globals.get("__name__", "<unknown>"),
+        registry=None,
+        module_globals=frame.f_globals,
+    )
+
+
+__all__ = [
+    "LOCAL_KERNELS_ENV",
+    "LocalKernelError",
+    "LocalKernelWarning",
+    "describe_overrides",
+    "import_local_kernel",
+    "local_build_folder",
+    "local_overrides",
+]

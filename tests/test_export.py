@@ -1,0 +1,171 @@
+"""Both lock formats: ``kernels export`` writes the locks the Hugging Face ``kernels`` releases
+read, each checked by that release's own reader, and ``kernels lock`` converts what they wrote.
+
+The real kernels 0.16 and 0.17.2 code runs in subprocesses with the release on
+``PYTHONPATH`` (installed beside kernel-deps); the locks come from the local olah Hub.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_deps.compat import to_kernels017
+from kernel_deps.lockfile import read_lockfile
+from kernel_deps.locking import lock_project
+from tests.fixtures.builder import KernelRepo, Release
+from tests.fixtures.peers import env_with_peer
+from tests.fixtures.projects import write_project
+
+KERNELS = str(Path(sys.executable).with_name("kernels"))
+BASE = "kernels-test/export-base"
+TOP = "kernels-test/export-top"
+
+
+def run_peer(version: str, code: str, *args: str) -> object:
+    """Run ``code`` with kernels ``version`` installed beside kernel-deps; the JSON it prints last."""
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args], env=env_with_peer(version), capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KERNELS, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def project(hub_env, tmp_path):
+    """A project locked against the Hub: a major (whose kernel depends on another, in the
+    Hugging Face form ``{"repo-id", "version": 1}``), a PEP 440 range and a revision."""
+    if BASE not in hub_env.repos:
+        hub_env.add_repo(KernelRepo(BASE, (Release("1.0.0"), Release("1.1.0"), Release("2.0.0"))))
+        hub_env.add_repo(KernelRepo(TOP, (Release("1.0.0", depends=((BASE, 1),)),)))  # type: ignore[arg-type]
+    deps = f'"{TOP}" = 1\n"kernels-test/rotary" = ">=1,<2"\n"kernels-test/flash" = {{ revision = "v2" }}\n'
+    return write_project(tmp_path / "app", deps, locked=True)
+
+
+READ_WITH_017 = """
+import json, sys
+from kernels._rust import KernelDependency, KernelLocks, KernelVersion
+from kernels.locking import _get_locked_kernel_revision
+from kernels.resolver import _locked_revision
+text = open(sys.argv[1]).read()
+locks = KernelLocks.from_json(text)
+out = {"same_bytes": locks.to_json() == text, "top_level": {}, "asked": {}}
+for repo_id in sys.argv[2].split(","):
+    found, dep = _get_locked_kernel_revision(repo_id, text)
+    out["top_level"][repo_id] = found[dep].commit
+# What its resolver looks up for a transitive kernel: the parent's kernel-depends entry.
+for repo_id, major in json.loads(sys.argv[3]):
+    out["asked"][repo_id] = _locked_revision(locks, KernelDependency(repo_id=repo_id, version=KernelVersion.Version(major)))
+print(json.dumps(out))
+"""
+
+
+def test_the_kernels_017_export_is_read_by_kernels_017_itself(hub_env, project: Path, tmp_path: Path) -> None:
+    lock = read_lockfile(project / "kernels.lock")
+    out = tmp_path / "exported.lock"
+    result = cli("export", "--format", "kernels-0.17", "-o", str(out), str(project))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == f"Wrote {out} (kernels-0.17 format, 4 kernels)\n"
+    assert out.read_text() == to_kernels017(lock)
+    direct = [TOP, "kernels-test/rotary", "kernels-test/flash"]
+    read = run_peer("0.17", READ_WITH_017, str(out), ",".join(direct), json.dumps([[BASE, 1]]))
+    assert read["same_bytes"] is True  # laid out exactly as its own writer does
+    assert read["top_level"] == {repo_id: lock.get(repo_id).sha for repo_id in direct}
+    # The transitive kernel is found under the key its parent's metadata.json asks with.
+    assert lock.get(BASE).sha == hub_env.repos[BASE].branches["v1"] and lock.get(BASE).requirement is None
+    assert read["asked"] == {BASE: lock.get(BASE).sha}
+    entries = json.loads(out.read_text())
+    assert {"repo-id": "kernels-test/rotary", "revision": lock.get("kernels-test/rotary").version} in [
+        e["dependency"] for e in entries
+    ]  # a range kernels 0.17 cannot express: the locked tag
+    # Without -o it goes to stdout, and the project's lock is left as it was.
+    assert cli("export", "--format", "kernels-0.17", str(project)).stdout == to_kernels017(lock) + "\n"
+    assert read_lockfile(project / "kernels.lock") == lock
+
+
+READ_WITH_016 = """
+import json, sys
+from kernels.lockfile import KernelLock
+from kernels.utils import _get_locked_kernel
+text = open(sys.argv[1]).read()
+print(json.dumps({r: _get_locked_kernel(r, text) for r in sys.argv[2].split(",")}
+                 | {"entries": len([KernelLock.from_json(e) for e in json.loads(text)])}))
+"""
+
+
+@pytest.mark.parametrize("fmt", ["ours", "kernels-0.16"])
+def test_kernels_016_reads_our_lock_and_its_export(project: Path, tmp_path: Path, fmt: str) -> None:
+    lock = read_lockfile(project / "kernels.lock")
+    path = project / "kernels.lock"
+    if fmt != "ours":
+        path = tmp_path / "exported.lock"
+        assert cli("export", "--format", fmt, "-o", str(path), str(project)).returncode == 0
+        assert all(set(e) == {"repo_id", "sha", "variants"} for e in json.loads(path.read_text()))
+    read = run_peer("0.16", READ_WITH_016, str(path), ",".join(k.repo_id for k in lock.kernels))
+    assert read == {**{k.repo_id: k.sha for k in lock.kernels}, "entries": len(lock.kernels)}
+
+
+WRITE_WITH_017 = """
+import json, sys
+from kernels._rust import KernelDependency, KernelLock, KernelLocks, KernelVersion
+pins = json.loads(sys.argv[2])
+locks = KernelLocks(locks={
+    KernelDependency(repo_id=r, version=KernelVersion.Version(major)): KernelLock(commit=c) for r, major, c in pins
+})
+open(sys.argv[1], "w").write(locks.to_json())
+print("{}")
+"""
+
+
+def test_kernels_lock_converts_a_kernels_017_lock_keeping_its_pins(hub_env, tmp_path: Path) -> None:
+    flash = hub_env.repos["kernels-test/flash"]
+    project = write_project(tmp_path / "app", '"kernels-test/flash" = 1\n')
+    # kernels 0.17.2 writes the lock, pinning v1 at its first commit (the branch has moved on since).
+    run_peer("0.17", WRITE_WITH_017, str(project / "kernels.lock"), json.dumps([["kernels-test/flash", 1, flash.commits["1.0.0"]]]))
+    assert flash.branches["v1"] != flash.commits["1.0.0"]
+
+    dry = cli("lock", "--dry-run", str(project))
+    assert dry.returncode == 0 and dry.stdout.startswith("Would convert kernels.lock from the Hugging Face kernels 0.17")
+    result = cli("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        "Converted kernels.lock from the Hugging Face kernels 0.17 format to kernel-deps' "
+        "(its pins are kept; 'kernels export' writes the old format again)"
+    )
+    assert read_lockfile(project / "kernels.lock").get("kernels-test/flash").sha == flash.commits["1.0.0"]
+    # Converted once: the next run has nothing to say.
+    assert lock_project(project).converted_from is None
+
+
+def test_kernels_lock_says_it_converts_a_kernels_016_lock(hub_env, project: Path) -> None:
+    lock = read_lockfile(project / "kernels.lock")
+    legacy = [{"repo_id": k.repo_id, "sha": k.sha, "variants": {n: {"hash": v.hash, "hash_type": v.hash_type} for n, v in k.variants.items()}} for k in lock.kernels]
+    (project / "kernels.lock").write_text(json.dumps(legacy, indent=2))
+    result = cli("lock", str(project))
+    assert result.returncode == 0 and "from the Hugging Face kernels <= 0.16 format" in result.stdout.splitlines()[0]
+    assert {k.repo_id: k.sha for k in read_lockfile(project / "kernels.lock").kernels} == {k.repo_id: k.sha for k in lock.kernels}
+
+
+def test_export_bad_input_is_one_line_and_writes_nothing(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "never.lock"
+    unknown = cli("export", "--format", "kernels-9", "-o", str(out), str(project))
+    assert unknown.returncode == 2 and unknown.stderr == (
+        "error: unknown export format 'kernels-9'; use one of kernels-0.16, kernels-0.17\n"
+    )
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    missing = cli("export", "--format", "kernels-0.17", "-o", str(out), str(empty))
+    assert missing.returncode == 2 and len(missing.stderr.splitlines()) == 1 and str(empty / "kernels.lock") in missing.stderr
+    (empty / "kernels.lock").write_text(to_kernels017(read_lockfile(project / "kernels.lock")))
+    theirs = cli("export", "--format", "kernels-0.16", "-o", str(out), str(empty))
+    assert theirs.returncode == 2 and "run 'kernels lock' to convert it" in theirs.stderr
+    assert not out.exists()

@@ -1,0 +1,188 @@
+"""The loader's API beside the Hugging Face library's: get_kernel's argument forms, has_kernel,
+get_local_kernel, and the LOCAL_KERNELS development override (which kernels verify refuses).
+
+Every Hub call goes to the local olah Hub over real HTTP; local builds are real folders.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import kernel_deps
+from kernel_deps import get_kernel, get_local_kernel, get_locked_kernel, has_kernel, load_kernel
+from kernel_deps.download import download_project
+from kernel_deps.errors import UsageError
+from kernel_deps.local_kernels import LocalKernelError, LocalKernelWarning
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
+from tests.fixtures.projects import write_project
+
+KERNELS = str(Path(sys.executable).with_name("kernels"))
+
+
+# -- get_kernel: the Hugging Face argument forms ---------------------------------------------
+
+
+def test_get_kernel_takes_an_integer_major_on_a_branches_only_repo(hub_env) -> None:
+    flash = hub_env.repos["kernels-test/flash"]
+    module = get_kernel("kernels-test/flash", version=1)
+    assert module.__version__ == "1.1.0"
+    assert module.__kernel_origin__.commit == flash.branches["v1"]
+    assert get_kernel("kernels-test/flash", version=2).__version__ == "2.0.0"
+
+
+def test_get_kernel_takes_a_major_on_a_tags_only_repo_and_a_range(hub_env) -> None:
+    assert get_kernel("kernels-test/rotary", version=1).__version__ == "1.1.0"  # the newest v1.* tag
+    assert get_kernel("kernels-test/rotary", version=">=1,<2").__version__ == "1.1.0"
+
+
+def test_get_kernel_takes_a_revision_branch_tag_or_commit(hub_env) -> None:
+    flash = hub_env.repos["kernels-test/flash"]
+    assert get_kernel("kernels-test/flash", revision="v2").__version__ == "2.0.0"
+    assert get_kernel("kernels-test/rotary", revision="v1.0.0").__version__ == "1.0.0"
+    by_commit = get_kernel("kernels-test/flash", revision=flash.commits["1.0.0"])
+    assert by_commit.__version__ == "1.0.0"
+
+
+def test_get_kernel_chooses_a_backend_as_the_hugging_face_library_does(hub_env) -> None:
+    module = get_kernel("kernels-test/flash", version=1, backend="cpu")
+    assert module.__kernel_origin__.variant == CPU_VARIANT
+    with pytest.raises(UsageError, match=r"backend='metal': this machine's torch runs cpu; pass backend='cpu'"):
+        get_kernel("kernels-test/flash", version=1, backend="metal")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "given"),
+    [({}, "neither"), ({"version": 1, "revision": "v1"}, "both")],
+    ids=["neither", "both"],
+)
+def test_get_kernel_needs_exactly_one_of_version_and_revision(kwargs, given) -> None:
+    for function in (get_kernel, has_kernel):
+        with pytest.raises(UsageError) as info:
+            function("kernels-test/flash", **kwargs)
+        assert info.value.message == (
+            f"{function.__name__}('kernels-test/flash'): pass exactly one of version= (a major, e.g. version=1, "
+            f"or a range such as '>=1.2,<2') and revision= (a branch, tag or commit); {given} given"
+        )
+
+
+def test_version_and_revision_are_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        get_kernel("kernels-test/flash", 1)  # type: ignore[misc]
+
+
+# -- has_kernel --------------------------------------------------------------------------------
+
+
+def test_has_kernel_says_whether_this_machine_has_a_build(hub_env) -> None:
+    cuda_only = "kernels-test/api-cuda-only"
+    hub_env.add_repo(KernelRepo(cuda_only, (Release("1.0.0", variants=(CUDA_VARIANT,)),)))
+    assert has_kernel("kernels-test/flash", version=1) is True
+    assert has_kernel("kernels-test/norm-universal", revision="v1.0.0") is True
+    assert has_kernel(cuda_only, version=1) is False  # this CPU machine has no build
+    assert has_kernel("kernels-test/flash", version=1, backend="cpu") is True
+
+
+# -- local builds -------------------------------------------------------------------------------
+
+
+def write_local_repo(root: Path, tag: str) -> Path:
+    """A kernel repo being developed: a CUDA and a CPU build of a package reporting ``tag``."""
+    for variant in (CUDA_VARIANT, CPU_VARIANT):
+        folder = root / "build" / variant
+        (folder / "layers").mkdir(parents=True)
+        (folder / "__init__.py").write_text(
+            f"from ._ops import where\n__version__ = {tag!r}\nVARIANT = {variant!r}\n"
+        )
+        (folder / "_ops.py").write_text(f"def where():\n    return {variant!r}\n")
+        (folder / "layers" / "__init__.py").write_text("from .._ops import where as layer_where\n")
+    return root
+
+
+def test_get_local_kernel_imports_this_machines_build_with_a_warning(tmp_path) -> None:
+    repo = write_local_repo(tmp_path / "my-kernel", "dev-1")
+    with pytest.warns(LocalKernelWarning, match=r"my-kernel: loading the local build in .*torch213-cxx11-cpu"):
+        module = get_local_kernel(repo)
+    assert (module.__version__, module.where()) == ("dev-1", CPU_VARIANT)
+    from importlib import import_module
+
+    assert import_module(module.__name__ + ".layers").layer_where() == CPU_VARIANT
+    # A build folder itself, and the older layout with its package folder named.
+    with pytest.warns(LocalKernelWarning):
+        assert get_local_kernel(repo / "build" / CPU_VARIANT).__version__ == "dev-1"
+    older = tmp_path / "older" / "build" / UNIVERSAL_VARIANT / "my_kernel"
+    older.mkdir(parents=True)
+    (older / "__init__.py").write_text("__version__ = 'older'\n")
+    with pytest.warns(LocalKernelWarning):
+        assert get_local_kernel(tmp_path / "older", "my_kernel").__version__ == "older"
+    with pytest.raises(LocalKernelError, match=r"no kernel build in .*empty \(no __init__.py\)"):
+        (tmp_path / "empty").mkdir()
+        get_local_kernel(tmp_path / "empty")
+
+
+def test_local_kernels_overrides_locked_and_unlocked_loads_warning_each_time(hub_env, tmp_path, monkeypatch) -> None:
+    repo_id = "kernels-test/api-overridden"
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),)))
+    project = write_project(tmp_path / "app", f'"{repo_id}" = 1', locked=True)
+    download_project(project)
+    local = write_local_repo(tmp_path / "dev", "local-build")
+    monkeypatch.setenv("LOCAL_KERNELS", f"kernels-test/other=/nowhere:{repo_id}={local}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # Python's own default: once per place, unless we warn anew
+        loads = [load_kernel(repo_id, lockfile=project / "kernels.lock") for _ in range(2)]
+        loads.append(get_locked_kernel(repo_id, lockfile=project / "kernels.lock"))
+        loads.append(get_kernel(repo_id, version=1))
+    assert {m.__version__ for m in loads} == {"local-build"}
+    assert [w.category for w in caught] == [LocalKernelWarning] * 4
+    assert all(w.filename == __file__ for w in caught)  # points at the caller's line
+    assert f"{repo_id}: loading the local build in {local / 'build' / CPU_VARIANT}" in str(caught[0].message)
+    assert has_kernel(repo_id, version=1) is True
+
+    monkeypatch.delenv("LOCAL_KERNELS")
+    locked = load_kernel(repo_id, lockfile=project / "kernels.lock")
+    assert locked.__version__ == "1.0.0" and locked.__kernel_origin__.variant == CPU_VARIANT
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("kernels-test/x", "expected org/name=/path/to/build"),
+        ("kernels-test/x=", "the path after '=' is empty"),
+        ("not-a-repo=/tmp/x", "'not-a-repo' is not a repo id of the form org/name"),
+    ],
+)
+def test_a_malformed_local_kernels_is_one_line_naming_it(tmp_path, monkeypatch, value, problem) -> None:
+    monkeypatch.setenv("LOCAL_KERNELS", value)
+    with pytest.raises(UsageError) as info:
+        load_kernel("kernels-test/x", lockfile=tmp_path / "kernels.lock")
+    assert info.value.message.startswith(f"LOCAL_KERNELS: invalid entry {value.split(':')[0]!r}: {problem}; ")
+    project = write_project(tmp_path / "app", {})
+    result = subprocess.run([KERNELS, "verify", str(project)], capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr.startswith("error: LOCAL_KERNELS: invalid entry")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_kernels_verify_fails_while_local_kernels_is_set(hub_env, tmp_path) -> None:
+    import os
+
+    repo_id = "kernels-test/rotary"
+    project = write_project(tmp_path / "app", {repo_id: ">=1,<2"}, locked=True)
+    env = {k: v for k, v in os.environ.items() if k != "LOCAL_KERNELS"}
+    assert subprocess.run([KERNELS, "verify", str(project)], env=env, capture_output=True).returncode == 0
+    env["LOCAL_KERNELS"] = f"{repo_id}={tmp_path / 'dev'}"
+    result = subprocess.run([KERNELS, "verify", str(project)], env=env, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == (
+        f"LOCAL_KERNELS is set ({repo_id} -> {tmp_path / 'dev'}): loads of those kernels use the local builds "
+        "instead of kernels.lock; unset LOCAL_KERNELS to ship"
+    )
+    assert "1 problem found" in result.stdout
+
+
+def test_the_package_exports_the_hugging_face_names() -> None:
+    for name in ("get_kernel", "has_kernel", "get_local_kernel", "load_kernel", "get_locked_kernel"):
+        assert callable(getattr(kernel_deps, name))

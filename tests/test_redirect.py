@@ -1,0 +1,105 @@
+"""A kernel repo that redirects to another (``kernel-status.toml`` on its main branch, as the
+Hugging Face library and kernel-builder lay it out) is locked at its destination, with a note.
+
+The repos are real git repositories served by the local olah Hub.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_deps import load_kernel
+from kernel_deps.download import download_project
+from kernel_deps.lockfile import read_lockfile
+from kernel_deps.locking import lock_project
+from kernel_deps.verify import verify_project
+from tests.fixtures.builder import BuiltRepo, KernelRepo, Release
+from tests.fixtures.projects import write_project
+
+KERNELS = str(Path(sys.executable).with_name("kernels"))
+OLD, NEW = "kernels-test/redirect-old", "kernels-test/redirect-new"
+PARENT = "kernels-test/redirect-parent"
+
+
+def add_status(built: BuiltRepo, text: str) -> str:
+    """Commit ``kernel-status.toml`` at the top of the repo's main branch; the new main commit."""
+    (built.path / "kernel-status.toml").write_text(text)
+    built.git("add", "kernel-status.toml")
+    built.git("commit", "--quiet", "--no-verify", "-m", "Moved", date_index=30)
+    built.branches["main"] = built.git("rev-parse", "HEAD")
+    return built.branches["main"]
+
+
+@pytest.fixture
+def moved(hub_env):
+    """OLD (1.0.0, then moved) redirects to NEW (1.0.0, 1.1.0); PARENT depends on OLD 1."""
+    if OLD not in hub_env.repos:
+        hub_env.add_repo(KernelRepo(NEW, (Release("1.0.0"), Release("1.1.0"))))
+        old = hub_env.add_repo(KernelRepo(OLD, (Release("1.0.0"),)))
+        add_status(old, f'kind = "redirect"\ndestination = "{NEW}"\n')
+        hub_env.add_repo(KernelRepo(PARENT, (Release("1.0.0", depends=((OLD, 1),)),)))  # type: ignore[arg-type]
+        hub_env.repos[OLD] = old
+    return hub_env
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KERNELS, *args], capture_output=True, text=True, timeout=300)
+
+
+def test_a_redirecting_repo_is_locked_at_its_destination_with_a_note(moved, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{OLD}" = 1\n')
+    result = run_cli("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"note: {OLD} redirects to {NEW} (kernel-status.toml on its main branch); locked {NEW}" in result.stdout.splitlines()
+    )
+    lock = read_lockfile(project / "kernels.lock")
+    assert lock.repo_ids == (NEW,)
+    entry = lock.get(NEW)
+    assert (entry.sha, entry.version, entry.requirement) == (moved.repos[NEW].branches["v1"], "v1", "1")
+    assert entry.redirected_from == (OLD,) and lock.get(OLD) is entry
+
+    # The lock holds offline, and the whole path works under the name pyproject.toml uses.
+    assert run_cli("lock", "--check", str(project)).returncode == 0
+    download_project(project)
+    assert verify_project(project, require_cached=True).ok
+    module = load_kernel(OLD, lockfile=project / "kernels.lock")
+    assert module.__version__ == "1.1.0" and module.__kernel_origin__.repo_id == NEW
+    outdated = run_cli("outdated", str(project))
+    assert outdated.returncode == 0 and f"all 1 locked kernels are current" in outdated.stdout, outdated.stdout
+
+
+def test_a_dependency_that_redirects_is_followed(moved, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{PARENT}" = 1\n')
+    outcome = lock_project(project)
+    assert outcome.lock.repo_ids == tuple(sorted((PARENT, NEW)))
+    assert outcome.lock.get(PARENT).dependencies == (NEW,)
+    assert outcome.lock.get(NEW).redirected_from == ()  # the parent names NEW in the lock
+    assert outcome.notes == [f"{OLD} redirects to {NEW} (kernel-status.toml on its main branch); locked {NEW}"]
+
+
+def test_asking_for_a_repo_and_its_redirect_is_bad_input(moved, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{OLD}" = 1\n"{NEW}" = 1\n')
+    result = run_cli("lock", str(project))
+    assert result.returncode == 2 and not (project / "kernels.lock").exists()
+    assert result.stderr.splitlines() == [
+        f"error: pyproject.toml: {OLD} redirects to {NEW} (kernel-status.toml), which [tool.kernels.dependencies] "
+        f"also asks for as {NEW}; keep one entry, for {NEW}"
+    ]
+
+
+def test_an_unknown_status_is_one_line_naming_the_file(hub_env, tmp_path) -> None:
+    repo_id = "kernels-test/redirect-strange"
+    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),)))
+    main = add_status(built, 'kind = "retired"\n')
+    project = write_project(tmp_path / "app", f'"{repo_id}" = 1\n')
+    result = run_cli("lock", str(project))
+    assert result.returncode == 1 and not (project / "kernels.lock").exists()
+    assert result.stderr.splitlines() == [
+        f"error: {repo_id}@{main[:12]}: kernel-status.toml: kind = 'retired': the only status kernel-deps (and the "
+        f"Hugging Face library) knows is 'redirect'; ask the owners of {repo_id} to fix it, or pin a revision"
+    ]
