@@ -35,12 +35,14 @@ def kernels(*args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([KERNELS, *args], capture_output=True, text=True, env={**full, **env}, timeout=300)
 
 
-def on_terminal(*args: str, **env: str) -> tuple[int, str]:
-    """Run with stdout and stderr on a pseudo-terminal, as in an interactive shell."""
+def on_terminal(*args: str, stdout_piped: bool = False, **env: str) -> tuple[int, str] | tuple[int, str, str]:
+    """Run with stderr (and stdout, unless ``stdout_piped``) on a pseudo-terminal, as in an
+    interactive shell; returns the status, what the terminal showed, and the piped stdout."""
     full = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "HF_HUB_OFFLINE")}
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a real terminal has a size
-    process = subprocess.Popen([KERNELS, *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+    process = subprocess.Popen([KERNELS, *args], stdin=subprocess.DEVNULL, stderr=slave,
+                               stdout=subprocess.PIPE if stdout_piped else slave,
                                env={**full, "TERM": "xterm", **env})  # fmt: skip
     os.close(slave)
     chunks = []
@@ -53,7 +55,10 @@ def on_terminal(*args: str, **env: str) -> tuple[int, str]:
             break
         chunks.append(chunk)
     os.close(master)
-    return process.wait(timeout=300), b"".join(chunks).decode()
+    shown = b"".join(chunks).decode()
+    if stdout_piped:
+        return process.wait(timeout=300), shown, process.stdout.read().decode()
+    return process.wait(timeout=300), shown
 
 
 def validated(result: subprocess.CompletedProcess, schema: str) -> dict:
@@ -233,6 +238,13 @@ def test_progress_bar_only_on_a_terminal(hub_env, project, tmp_path) -> None:
 
     quiet_status, quiet_shown = on_terminal("download", "-q", str(project), HF_HUB_CACHE=str(tmp_path / "third-cache"))
     assert (quiet_status, quiet_shown) == (0, "")
+
+
+def test_json_stdout_stays_json_with_a_bar_on_the_terminal(hub_env, project) -> None:
+    status, shown, stdout = on_terminal("download", "--json", str(project), stdout_piped=True)
+    assert status == 0, shown
+    assert "B/s" in shown and "downloaded" not in shown  # the bar only, on stderr
+    assert validated(subprocess.CompletedProcess([], 0, stdout, ""), "download")["downloaded"] > 0
 
 
 def test_colour_on_a_terminal_unless_no_color(hub_env, tmp_path) -> None:

@@ -33,7 +33,7 @@ def _remember(key: str):
 # Every command that reports takes --json (its schema: docs/schemas/<command>.schema.json)
 # and -q/--quiet; `kernels -q COMMAND` is the same as `kernels COMMAND -q`.
 _JSON_OPTION = click.option(
-    "--json", "as_json", is_flag=True, expose_value=True, callback=_remember(_JSON_META),
+    "--json", "as_json", is_flag=True, callback=_remember(_JSON_META),
     help="Print machine-readable JSON (schema: docs/schemas/).",
 )
 _QUIET_OPTION = click.option(
@@ -174,12 +174,7 @@ def _render_outcome(outcome, *, as_json: bool, check: bool, quiet: bool = False)
 @_JSON_OPTION
 @_QUIET_OPTION
 def lock(
-    project_dir: Path,
-    check: bool,
-    dry_run: bool,
-    upgrade: bool,
-    upgrade_packages: tuple[str, ...],
-    as_json: bool,
+    project_dir: Path, check: bool, dry_run: bool, upgrade: bool, upgrade_packages: tuple[str, ...], as_json: bool,
     quiet: bool,
 ) -> None:
     """Resolve [tool.kernels.dependencies] into kernels.lock (commits and variant hashes)."""
@@ -258,12 +253,15 @@ def remove(repo_id: str, project_dir: Path | None, legacy_project: Path | None, 
 
 
 def _download_progress(quiet: bool, lines: bool = True):
+    """Progress for a download: a bar only on a terminal; a line per variant on stdout
+    unless ``lines`` is off (--json, whose stdout is the report); messages on stderr."""
     from kernel_deps.download import Progress
 
     class Lines(Progress):
         def variant_done(self, task, *, cached, files, size):
-            state = "already in the cache, verified" if cached else f"downloaded {files} files ({size:,} bytes), verified"
-            click.echo(f"{task.label}: {state}")
+            if lines:
+                state = "already in the cache, verified" if cached else f"downloaded {files} files ({size:,} bytes), verified"
+                click.echo(f"{task.label}: {state}")
 
         def message(self, text):
             click.echo(text, err=True)
@@ -287,8 +285,6 @@ def _download_progress(quiet: bool, lines: bool = True):
 
     if quiet:
         return Progress()
-    if not lines:  # --json: the report is the JSON; a bar still shows on a terminal
-        return Bar() if sys.stderr.isatty() else Progress()
     return Bar() if sys.stderr.isatty() else Lines()
 
 
