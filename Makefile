@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo clean
+.PHONY: test demo container-test clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,12 @@ $(STAMP): pyproject.toml Makefile
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q
+
+# examples/app/Dockerfile built with podman against the local Hub (docs/testing.md). Installs
+# podman and debootstrap when missing and builds the Debian base image once.
+container-test: $(STAMP)
+	tests/container/prepare.sh
+	$(VENV)/bin/python -m pytest -q --container -m container tests/test_container.py
 
 demo: $(STAMP)
 	$(VENV)/bin/python -m tests.fixtures.demo

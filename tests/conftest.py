@@ -13,20 +13,28 @@ from tests.fixtures.localhub import LocalHub
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--cuda", action="store_true", help="also run the tests marked cuda (they need a CUDA device)")
+    parser.addoption(
+        "--container", action="store_true", help="also run the tests marked container (make container-test)"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "cuda: needs a CUDA device and a CUDA build of torch; runs only with --cuda")
+    config.addinivalue_line(
+        "markers", "container: builds images with podman (slow, system packages); runs only with --container"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without --cuda, CUDA tests are deselected (never skipped): `make test` runs on CPU machines."""
-    if config.getoption("--cuda"):
-        return
-    deselected = [item for item in items if item.get_closest_marker("cuda")]
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = [item for item in items if not item.get_closest_marker("cuda")]
+    """Without --cuda, CUDA tests are deselected (never skipped): `make test` runs on CPU machines.
+    Without --container, so are the container tests: `make container-test` runs them."""
+    for marker in ("cuda", "container"):
+        if config.getoption(f"--{marker}"):
+            continue
+        deselected = [item for item in items if item.get_closest_marker(marker)]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if not item.get_closest_marker(marker)]
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -11,9 +12,48 @@ import click
 from kernel_deps import __version__
 from kernel_deps.entry import interrupted
 from kernel_deps.errors import KernelDepsError, UsageError
-from kernel_deps.settings import PYPROJECT_NAME
+from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME
 
 _PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
+
+# Set in click's context meta (shared by the group and its command) by the options below.
+_JSON_META = "kernel_deps.json"
+_QUIET_META = "kernel_deps.quiet"
+
+
+def _remember(key: str):
+    def callback(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        if value:
+            ctx.meta[key] = True
+        return value
+
+    return callback
+
+
+# Every command that reports takes --json (its schema: docs/schemas/<command>.schema.json)
+# and -q/--quiet; `kernels -q COMMAND` is the same as `kernels COMMAND -q`.
+_JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True, callback=_remember(_JSON_META),
+    help="Print machine-readable JSON (schema: docs/schemas/).",
+)
+_QUIET_OPTION = click.option(
+    "--quiet", "-q", is_flag=True, callback=_remember(_QUIET_META),
+    help="Print nothing but errors and problems found; the exit code tells the rest.",
+)
+
+
+def _quiet() -> bool:
+    return bool(click.get_current_context().meta.get(_QUIET_META))
+
+
+def _colour(text: str, **style) -> str:
+    """``text`` styled for a terminal, plain when NO_COLOR is set (click drops styles off a terminal)."""
+    return text if os.environ.get("NO_COLOR") else click.style(text, **style)
+
+
+def _error_payload(exc: KernelDepsError) -> dict:
+    """What a --json command prints instead of its report (docs/schemas/error.schema.json)."""
+    return {"ok": False, "error": exc.message, "exit_code": exc.exit_code}
 
 
 # ``kernel-deps`` runs only kernel-deps' own subcommands; ``kernels`` also hands the
@@ -82,7 +122,9 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except KernelDepsError as exc:
-            click.echo(f"error: {exc.message}", err=True)
+            if ctx.meta.get(_JSON_META):  # scripts still get JSON, on stdout
+                click.echo(json.dumps(_error_payload(exc), indent=2))
+            click.echo(f"{_colour('error:', fg='red', bold=True)} {exc.message}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             interrupted()
@@ -108,7 +150,9 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @click.group(cls=_Group)
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show kernel-deps' version, and the Hugging Face kernels library's when installed.")
-def main() -> None:
+@click.option("--quiet", "-q", is_flag=True, callback=_remember(_QUIET_META),
+              help="Every command prints nothing but errors and problems found.")
+def main(quiet: bool) -> None:
     """Lock, download, verify and load compute kernels from the Hugging Face Hub."""
 
 
@@ -119,8 +163,9 @@ def main_own_commands() -> None:
 
 @main.command()
 @click.argument("repo_id")
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-def versions(repo_id: str, as_json: bool) -> None:
+@_JSON_OPTION
+@_QUIET_OPTION
+def versions(repo_id: str, as_json: bool, quiet: bool) -> None:
     """List the versions (tags vX.Y.Z and branches vN) a kernel repo offers, newest first."""
     from kernel_deps.listing import list_versions
 
@@ -135,6 +180,8 @@ def versions(repo_id: str, as_json: bool) -> None:
             ],
         }
         click.echo(json.dumps(payload, indent=2))
+        return
+    if _quiet():
         return
 
     legacy = " (legacy model repo)" if listing.is_legacy else ""
@@ -154,7 +201,7 @@ def _echo_table(rows: list[tuple[str, ...]]) -> None:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
 
 
-def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
+def _render_outcome(outcome, *, as_json: bool, check: bool, quiet: bool = False) -> None:
     name = outcome.path.name
     if as_json:
         payload = {
@@ -165,6 +212,7 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
             "notes": outcome.notes,
             "targets": [t.name for t in outcome.targets],
             "uncovered_targets": [{"repo_id": p.repo_id, "target": p.expected} for p in outcome.uncovered],
+            "converted_from": outcome.converted_from,
             "kernels": [
                 {"repo_id": k.repo_id, "version": k.version, "sha": k.sha, "variants": len(k.variants)}
                 for k in outcome.lock.kernels
@@ -173,7 +221,8 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
         click.echo(json.dumps(payload, indent=2))
     elif check:
         if outcome.up_to_date:
-            click.echo(f"{name} is up to date ({len(outcome.lock.kernels)} kernels)")
+            if not quiet:
+                click.echo(f"{name} is up to date ({len(outcome.lock.kernels)} kernels)")
         else:
             why = "is missing" if outcome.previous is None and not outcome.path.exists() else "is out of date"
             for problem in outcome.uncovered:  # the targets changed since the lock was made
@@ -183,7 +232,7 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
                 click.echo(f"  {line}", err=True)
         for line in outcome.notes:
             click.echo(f"note: {line}", err=True)
-    else:
+    elif not quiet:
         if outcome.converted_from is not None:
             verb = "Converted" if outcome.written else "Would convert"
             click.echo(
@@ -212,9 +261,11 @@ def _render_outcome(outcome, *, as_json: bool, check: bool) -> None:
 @click.option("--upgrade", "-U", is_flag=True, help="Ignore locked pins: take the newest allowed versions.")
 @click.option("--upgrade-package", "-P", "upgrade_packages", multiple=True, metavar="ORG/NAME",
               help="Release the pin of one kernel (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary.")
+@_JSON_OPTION
+@_QUIET_OPTION
 def lock(
-    project_dir: Path, check: bool, dry_run: bool, upgrade: bool, upgrade_packages: tuple[str, ...], as_json: bool
+    project_dir: Path, check: bool, dry_run: bool, upgrade: bool, upgrade_packages: tuple[str, ...], as_json: bool,
+    quiet: bool,
 ) -> None:
     """Resolve [tool.kernels.dependencies] into kernels.lock (commits and variant hashes)."""
     from kernel_deps.locking import lock_project
@@ -223,7 +274,7 @@ def lock(
         raise UsageError("--check and --dry-run exclude each other; pass one of them")
     write = not (check or dry_run)
     outcome = lock_project(project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=write)
-    _render_outcome(outcome, as_json=as_json, check=check)
+    _render_outcome(outcome, as_json=as_json, check=check, quiet=_quiet())
 
 
 @main.command()
@@ -265,7 +316,9 @@ _LEGACY_PROJECT = click.option("--project", "legacy_project", type=_PROJECT_DIR,
 @click.argument("requirement", metavar="ORG/NAME[SPEC]")
 @click.argument("project_dir", required=False, type=_PROJECT_DIR)
 @_LEGACY_PROJECT
-def add(requirement: str, project_dir: Path | None, legacy_project: Path | None) -> None:
+@_JSON_OPTION
+@_QUIET_OPTION
+def add(requirement: str, project_dir: Path | None, legacy_project: Path | None, as_json: bool, quiet: bool) -> None:
     """Add a kernel to [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.
 
     SPEC is a PEP 440 range (kernels-community/activation>=1.2,<2) or @REVISION; without
@@ -285,15 +338,18 @@ def add(requirement: str, project_dir: Path | None, legacy_project: Path | None)
             value = requirement_for_newest(repo_id, hub=hub, targets=read_targets(project_dir))
         source = str(project_dir / PYPROJECT_NAME)
         outcome = edit_and_relock(project_dir, lambda text: add_requirement(text, repo_id, value, source=source), hub=hub)
-    click.echo(f"Added {repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
-    _render_outcome(outcome, as_json=False, check=False)
+    if not (as_json or _quiet()):
+        click.echo(f"Added {repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
+    _render_outcome(outcome, as_json=as_json, check=False, quiet=_quiet())
 
 
 @main.command()
 @click.argument("repo_id", metavar="ORG/NAME")
 @click.argument("project_dir", required=False, type=_PROJECT_DIR)
 @_LEGACY_PROJECT
-def remove(repo_id: str, project_dir: Path | None, legacy_project: Path | None) -> None:
+@_JSON_OPTION
+@_QUIET_OPTION
+def remove(repo_id: str, project_dir: Path | None, legacy_project: Path | None, as_json: bool, quiet: bool) -> None:
     """Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock."""
     project_dir = _project_argument(project_dir, legacy_project)
     from kernel_deps.locking import edit_and_relock
@@ -301,17 +357,21 @@ def remove(repo_id: str, project_dir: Path | None, legacy_project: Path | None) 
 
     source = str(project_dir / PYPROJECT_NAME)
     outcome = edit_and_relock(project_dir, lambda text: remove_requirement(text, repo_id, source=source))
-    click.echo(f"Removed {repo_id}")
-    _render_outcome(outcome, as_json=False, check=False)
+    if not (as_json or _quiet()):
+        click.echo(f"Removed {repo_id}")
+    _render_outcome(outcome, as_json=as_json, check=False, quiet=_quiet())
 
 
-def _download_progress(quiet: bool):
+def _download_progress(quiet: bool, lines: bool = True):
+    """Progress for a download: a bar only on a terminal; a line per variant on stdout
+    unless ``lines`` is off (--json, whose stdout is the report); messages on stderr."""
     from kernel_deps.download import Progress
 
     class Lines(Progress):
         def variant_done(self, task, *, cached, files, size):
-            state = "already in the cache, verified" if cached else f"downloaded {files} files ({size:,} bytes), verified"
-            click.echo(f"{task.label}: {state}")
+            if lines:
+                state = "already in the cache, verified" if cached else f"downloaded {files} files ({size:,} bytes), verified"
+                click.echo(f"{task.label}: {state}")
 
         def message(self, text):
             click.echo(text, err=True)
@@ -346,23 +406,48 @@ def _download_progress(quiet: bool):
 @click.option("--target", "targets", multiple=True, metavar="NAME",
               help="Download the build serving this deployment target (repeatable), e.g. torch213-cpu-aarch64-darwin.")
 @click.option("--all-targets", is_flag=True, help="Download the builds serving every target [tool.kernels] declares.")
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+@_JSON_OPTION
+@_QUIET_OPTION
 def download(
     project_dir: Path,
     all_variants: bool,
     variants: tuple[str, ...],
     targets: tuple[str, ...],
     all_targets: bool,
+    as_json: bool,
     quiet: bool,
 ) -> None:
     """Fetch exactly what kernels.lock pins into the Hugging Face cache, verified."""
     from kernel_deps.download import download_project
 
+    progress = _download_progress(_quiet(), lines=not as_json)
     report = download_project(
         project_dir, all_variants=all_variants, variants=variants, targets=targets, all_targets=all_targets,
-        progress=_download_progress(quiet),
+        progress=progress,
     )  # fmt: skip
-    if not quiet:
+    if as_json:
+        payload = {
+            "lockfile": str(project_dir / LOCK_NAME),
+            "cache": str(report.cache_root),
+            "downloaded": len(report.fetched),
+            "already_cached": len(report.already_cached),
+            "files": report.files_fetched,
+            "bytes": report.bytes_fetched,
+            "variants": [
+                {
+                    "repo_id": o.task.kernel.repo_id,
+                    "commit": o.task.kernel.sha,
+                    "variant": o.task.variant,
+                    "hash": o.task.kernel.variants[o.task.variant].hash,
+                    "state": "cached" if o.cached else "downloaded",
+                    "files": o.files,
+                    "bytes": o.size,
+                }
+                for o in report.outcomes
+            ],
+        }
+        click.echo(json.dumps(payload, indent=2))
+    elif not _quiet():
         click.echo(
             f"{len(report.fetched) + len(report.already_cached)} variants present and verified "
             f"({len(report.fetched)} downloaded, {report.files_fetched} files, {report.bytes_fetched:,} bytes)"
@@ -380,23 +465,25 @@ def download(
 @click.option("--target", "targets", multiple=True, metavar="NAME",
               help="Also fail when the build serving this deployment target is not in the cache (repeatable).")
 @click.option("--all-targets", is_flag=True, help="As --target, for every target [tool.kernels] targets declares.")
-@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable report.")
+@_JSON_OPTION
+@_QUIET_OPTION
 def verify(
-    project_dir: Path, online: bool, require_cached: bool, targets: tuple[str, ...], all_targets: bool, as_json: bool
+    project_dir: Path,
+    online: bool,
+    require_cached: bool,
+    targets: tuple[str, ...],
+    all_targets: bool,
+    as_json: bool,
+    quiet: bool,
 ) -> None:
     """Check that pyproject.toml, kernels.lock and the cache agree (no network unless --online)."""
     from dataclasses import asdict
 
     from kernel_deps.verify import FILE_KINDS, verify_project
 
-    try:
-        report = verify_project(
-            project_dir, online=online, require_cached=require_cached, targets=targets, all_targets=all_targets
-        )
-    except KernelDepsError as exc:
-        if as_json:  # CI tools still get JSON; the group prints the one-line error and exits
-            click.echo(json.dumps({"ok": False, "error": exc.message, "problems": [], "verified": []}, indent=2))
-        raise
+    report = verify_project(
+        project_dir, online=online, require_cached=require_cached, targets=targets, all_targets=all_targets
+    )
     if as_json:
         payload = {
             "ok": report.ok,
@@ -412,18 +499,20 @@ def verify(
         }
         click.echo(json.dumps(payload, indent=2))
     else:
-        for notice in report.notices:
-            click.echo(f"note: {notice.message}")
+        for notice in () if _quiet() else report.notices:
+            click.echo(f"{_colour('note:', fg='yellow')} {notice.message}")
         for problem in report.problems:
             click.echo(problem.message)
             if problem.expected is not None or problem.got is not None:
                 click.echo(f"    Expected: {problem.expected or '(none)'}")
                 click.echo(f"    Got:      {problem.got or '(none)'}")
         count = len(report.problems)
-        if count:
+        if _quiet():
+            pass
+        elif count:
             click.echo(f"{count} problem{'s' if count != 1 else ''} found")
             if any(p.kind in FILE_KINDS for p in report.problems):
-                click.echo("hint: the cache differs from kernels.lock; run 'kernels download' to replace what differs")
+                click.echo(f"{_colour('hint:', fg='cyan')} the cache differs from kernels.lock; run 'kernels download' to replace what differs")
         else:
             hub = "; every locked commit, tag and branch checked on the Hub" if report.online else ""
             click.echo(
@@ -436,9 +525,10 @@ def verify(
 
 @main.command()
 @click.argument("project_dir", default=".", type=_PROJECT_DIR)
-@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable report.")
+@_JSON_OPTION
+@_QUIET_OPTION
 @click.option("--exit-code", is_flag=True, help="Exit 1 when any pin has drifted (for CI).")
-def outdated(project_dir: Path, as_json: bool, exit_code: bool) -> None:
+def outdated(project_dir: Path, as_json: bool, quiet: bool, exit_code: bool) -> None:
     """Show, per locked kernel, what --upgrade would take, newer releases and moved refs."""
     from dataclasses import asdict
 
@@ -448,7 +538,7 @@ def outdated(project_dir: Path, as_json: bool, exit_code: bool) -> None:
     if as_json:
         kernels = [{**asdict(k), "upgradable": k.upgradable, "drifted": k.drifted} for k in report.kernels]
         click.echo(json.dumps({"lockfile": str(report.lockfile), "drifted": report.drifted, "kernels": kernels}, indent=2))
-    else:
+    elif not _quiet():
         rows = [("KERNEL", "LOCKED", "UPGRADE", "LATEST")]
         for k in report.kernels:
             rows.append((
@@ -462,7 +552,7 @@ def outdated(project_dir: Path, as_json: bool, exit_code: bool) -> None:
             if k.ref_moved_to:
                 changed = ", ".join(k.changed_variants) or "none"
                 click.echo(
-                    f"note: {k.repo_id}: {k.locked_version} now points at {k.ref_moved_to[:12]} (locked "
+                    f"{_colour('note:', fg='yellow')} {k.repo_id}: {k.locked_version} now points at {k.ref_moved_to[:12]} (locked "
                     f"{k.locked_commit[:12]}); variants that would change: {changed}"
                 )
         if not report.drifted:
@@ -480,7 +570,7 @@ def _short(version: str | None, commit: str | None) -> str:
 
 @main.command()
 @click.argument("project_dir", default=".", type=_PROJECT_DIR)
-@click.option("--json", "as_json", is_flag=True, help="Print the tree and the builds per target as JSON.")
+@_JSON_OPTION
 def tree(project_dir: Path, as_json: bool) -> None:
     """Show the locked kernels as a dependency tree, and the build serving each target and this machine."""
     from kernel_deps.tree import tree_project

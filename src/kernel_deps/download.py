@@ -63,6 +63,16 @@ class VariantTask:
         return f"{self.kernel.repo_id} {self.variant}"
 
 
+@dataclass(frozen=True, slots=True)
+class VariantOutcome:
+    """One variant a run made present: whether it was cached already, and what it fetched."""
+
+    task: VariantTask
+    cached: bool
+    files: int
+    size: int
+
+
 @dataclass
 class DownloadReport:
     """What a download run did, for rendering and tests."""
@@ -71,6 +81,8 @@ class DownloadReport:
     fetched: list[VariantTask] = field(default_factory=list)
     files_fetched: int = 0
     bytes_fetched: int = 0
+    cache_root: Path | None = None
+    outcomes: list[VariantOutcome] = field(default_factory=list)  # every variant, in lock order
 
 
 class Progress:
@@ -170,12 +182,13 @@ def download_lock(
         if not is_valid_variant_name(task.variant):
             raise UnsafeRepoContentError(f"{task.kernel.repo_id}: {task.variant!r} is not a valid variant name")
     progress.start(tasks)
-    report = DownloadReport()
+    report = DownloadReport(cache_root=root)
     missing = []
     _check_cache_root(root)
     for task in tasks:
         if _cached_ok(task, root):
             report.already_cached.append(task)
+            report.outcomes.append(VariantOutcome(task, cached=True, files=0, size=0))
             progress.variant_done(task, cached=True, files=0, size=0)
         else:
             missing.append(task)
@@ -202,6 +215,9 @@ def download_lock(
                             report.already_cached.append(task)
                         report.files_fetched += files
                         report.bytes_fetched += size
+                        report.outcomes.append(VariantOutcome(task, cached=not files, files=files, size=size))
+    order = {id(task): i for i, task in enumerate(tasks)}
+    report.outcomes.sort(key=lambda outcome: order[id(outcome.task)])
     return report
 
 
