@@ -16,6 +16,7 @@ equals the lock's hash, so editing it gains an attacker nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from kernel_deps import atomicfile
-from kernel_deps.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
+from kernel_deps.hashing import git_blob_id, git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
 from kernel_deps.pools import shared_map
 from kernel_deps.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS, hash_threads
 
@@ -221,6 +222,42 @@ def blob_is_valid(repo: Path, content_hash: str) -> bool:
         return path.is_file() and content_hash_of(path, hash_kind(content_hash)) == content_hash
     except OSError:
         return False
+
+
+def read_blob(repo: Path, content_hash: str, limit: int) -> bytes | None:
+    """The bytes of blob ``content_hash`` when it is present, at most ``limit`` bytes and
+    hashes to its name; else None (absent, damaged or unreadable: fetch it again)."""
+    try:
+        with open(blob_path(repo, content_hash), "rb") as file:
+            data = file.read(limit + 1)
+    except OSError:
+        return None
+    return data if len(data) <= limit and content_hash_of_bytes(data, hash_kind(content_hash)) == content_hash else None
+
+
+def keep_blob(repo: Path, content_hash: str, data: bytes) -> bool:
+    """Place ``data``, which must hash to ``content_hash``, as that blob (atomically), so a
+    later lock or download reads it from here; False when the cache cannot take it,
+    which costs only a request next time."""
+    if content_hash_of_bytes(data, hash_kind(content_hash)) != content_hash:
+        raise ValueError(f"the bytes given for blob {content_hash} hash to something else")
+    target = blob_path(repo, content_hash)
+    try:  # replaces a damaged copy too
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{content_hash}.{secrets.token_hex(6)}.tmp")
+        try:
+            temporary.write_bytes(data)
+            os.replace(temporary, target)
+        finally:
+            temporary.unlink(missing_ok=True)
+    except OSError:
+        return False
+    return True
+
+
+def content_hash_of_bytes(data: bytes, kind: Literal["sha256", "sha1"]) -> str:
+    """The hash that names ``data`` as a blob: SHA-256 (LFS files) or git blob SHA-1."""
+    return hashlib.sha256(data).hexdigest() if kind == "sha256" else git_blob_id(data)
 
 
 # A partial download this old belongs to no running download: remove it.
