@@ -19,8 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
-import shutil
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -182,8 +181,12 @@ def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *
         blob_name = Path(os.readlink(path)).name if path.is_symlink() else None
         to_hash.append((rel, path, (expected_files or {}).get(rel) or blob_name))
     # The files are hashed at once on the shared hashing threads; the results, and the
-    # first error, come in walk order as a plain loop gives them.
-    hashes = shared_map(_hash_wanted, to_hash, hash_threads())
+    # first error, come in walk order as a plain loop gives them. A small variant is
+    # hashed in this thread: handing it to others costs more than hashing it.
+    threads = hash_threads()  # read first: a malformed KERNELS_HASH_THREADS is bad input either way
+    if _total_size(to_hash) < SMALL_VARIANT_BYTES:
+        threads = 1
+    hashes = shared_map(_hash_wanted, to_hash, threads)
     actual: dict[str, str] = {}
     for (rel, _, wanted), got in zip(to_hash, hashes):
         actual[rel] = got
@@ -199,6 +202,22 @@ def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *
         problems.append(FileProblem("hash-mismatch", ".", expected_hash, actual_hash))
     problems.sort(key=lambda p: p.path)
     return VariantCheck(repo_id, commit, variant, folder, True, expected_hash, actual_hash, tuple(problems), actual)
+
+
+# Below this many bytes a variant is hashed in the calling thread.
+SMALL_VARIANT_BYTES = 1 << 20
+
+
+def _total_size(jobs: list[tuple[str, Path, str | None]]) -> int:
+    total = 0
+    for _, path, _ in jobs:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            return SMALL_VARIANT_BYTES  # let the hashing name the failure, on the threads as before
+        if total >= SMALL_VARIANT_BYTES:
+            break
+    return total
 
 
 def _hash_wanted(job: tuple[str, Path, str | None]) -> str:
@@ -244,7 +263,7 @@ def keep_blob(repo: Path, content_hash: str, data: bytes) -> bool:
     target = blob_path(repo, content_hash)
     try:  # replaces a damaged copy too
         target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{content_hash}.{secrets.token_hex(6)}.tmp")
+        temporary = target.with_name(f".{content_hash}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             temporary.write_bytes(data)
             os.replace(temporary, target)
@@ -316,6 +335,9 @@ def place_variant(repo: Path, commit: str, variant: str, files: dict[str, str]) 
     previous copy; the manifest is written first, so a kill in between leaves a
     manifest that still matches the lock and no half-built folder under ``snapshots/``.
     """
+    import secrets  # placing is for downloads; checking, what most commands do, needs neither
+    import shutil
+
     final = variant_dir(repo, commit, variant)
     staging_root = repo / _OWN / "staging"
     staging_root.mkdir(parents=True, exist_ok=True)
