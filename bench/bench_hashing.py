@@ -24,6 +24,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from kernel_deps import cache
@@ -44,25 +45,47 @@ def best_of(repeat: int, run: Callable[[], object]) -> float:
     return min(times)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=4)
-    parser.add_argument("--mb", type=int, default=64)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+@dataclass(frozen=True)
+class HashingResult:
+    """Seconds per row (best of the runs), and the ratios against the one-core baseline."""
 
+    megabytes: int
+    threads: int
+    hashlib_rows: list[tuple[str, float]]
+    serial: float
+    parallel: float
+
+    @property
+    def baseline(self) -> float:
+        return min(seconds for _, seconds in self.hashlib_rows)
+
+    @property
+    def baseline_mb_s(self) -> float:
+        return self.megabytes / self.baseline
+
+    @property
+    def serial_ratio(self) -> float:
+        return self.baseline / self.serial
+
+    @property
+    def parallel_ratio(self) -> float:
+        return self.baseline / self.parallel
+
+
+def measure_hashing(files: int, mb: int, repeat: int) -> HashingResult:
+    """Lay out ``files`` blobs of ``mb`` MB as one cached variant and time every row."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         repo = cache.repo_dir(REPO_ID, root=root)
-        blobs = [os.urandom(args.mb << 20) for _ in range(args.files)]
-        files = {}
+        blobs = [os.urandom(mb << 20) for _ in range(files)]
+        names = {}
         for index, data in enumerate(blobs):
             name = hashlib.sha256(data).hexdigest()
             (repo / "blobs").mkdir(parents=True, exist_ok=True)
             (repo / "blobs" / name).write_bytes(data)
-            files[f"_ops_{index}.so"] = name
-        cache.place_variant(repo, COMMIT, VARIANT, files)
-        expected = variant_hash(files.items())
+            names[f"_ops_{index}.so"] = name
+        cache.place_variant(repo, COMMIT, VARIANT, names)
+        expected = variant_hash(names.items())
 
         def check() -> None:
             assert cache.check_variant(REPO_ID, COMMIT, VARIANT, expected, root=root).ok
@@ -91,7 +114,7 @@ def main() -> None:
                     digest.update(view[start : start + (1 << 20)])
                 digest.hexdigest()
 
-        paths = [repo / "blobs" / name for name in files.values()]
+        paths = [repo / "blobs" / name for name in names.values()]
 
         def file_digest() -> None:
             for path in paths:
@@ -101,18 +124,29 @@ def main() -> None:
         threads = hash_threads() if HASH_THREADS_ENV not in os.environ else int(os.environ[HASH_THREADS_ENV])
         check()  # the files are in the page cache, as after a download
         hashlib_rows = [
-            ("hashlib sha256, in memory, one call", best_of(args.repeat, in_memory)),
-            ("hashlib sha256, in memory, 1 MiB slices", best_of(args.repeat, in_slices)),
-            ("hashlib.file_digest sha256 of the files", best_of(args.repeat, file_digest)),
+            ("hashlib sha256, in memory, one call", best_of(repeat, in_memory)),
+            ("hashlib sha256, in memory, 1 MiB slices", best_of(repeat, in_slices)),
+            ("hashlib.file_digest sha256 of the files", best_of(repeat, file_digest)),
         ]
-        rows = [
-            *hashlib_rows,
-            ("check_variant, 1 thread (serial)", best_of(args.repeat, with_threads("1"))),
-            (f"check_variant, {threads} threads (parallel)", best_of(args.repeat, with_threads(str(threads)))),
-        ]
+        serial = best_of(repeat, with_threads("1"))
+        parallel = best_of(repeat, with_threads(str(threads)))
+    return HashingResult(files * mb, threads, hashlib_rows, serial, parallel)
 
-    mb = args.files * args.mb
-    base = min(seconds for _, seconds in hashlib_rows)
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=4)
+    parser.add_argument("--mb", type=int, default=64)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    result = measure_hashing(args.files, args.mb, args.repeat)
+    rows = [
+        *result.hashlib_rows,
+        ("check_variant, 1 thread (serial)", result.serial),
+        (f"check_variant, {result.threads} threads (parallel)", result.parallel),
+    ]
+    mb, base = result.megabytes, result.baseline
     print(f"{args.files} files x {args.mb} MB = {mb} MB; {os.cpu_count()} cores; best of {args.repeat}")
     print("ratios: throughput against the fastest one-core hashlib row (the baseline)")
     for name, seconds in rows:

@@ -16,10 +16,10 @@ equals the lock's hash, so editing it gains an attacker nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-import secrets
-import shutil
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from kernel_deps import atomicfile
-from kernel_deps.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
+from kernel_deps.hashing import git_blob_id, git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
 from kernel_deps.pools import shared_map
 from kernel_deps.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS, hash_threads
 
@@ -181,8 +181,12 @@ def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *
         blob_name = Path(os.readlink(path)).name if path.is_symlink() else None
         to_hash.append((rel, path, (expected_files or {}).get(rel) or blob_name))
     # The files are hashed at once on the shared hashing threads; the results, and the
-    # first error, come in walk order as a plain loop gives them.
-    hashes = shared_map(_hash_wanted, to_hash, hash_threads())
+    # first error, come in walk order as a plain loop gives them. A small variant is
+    # hashed in this thread: handing it to others costs more than hashing it.
+    threads = hash_threads()  # read first: a malformed KERNELS_HASH_THREADS is bad input either way
+    if _total_size(to_hash) < SMALL_VARIANT_BYTES:
+        threads = 1
+    hashes = shared_map(_hash_wanted, to_hash, threads)
     actual: dict[str, str] = {}
     for (rel, _, wanted), got in zip(to_hash, hashes):
         actual[rel] = got
@@ -198,6 +202,22 @@ def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *
         problems.append(FileProblem("hash-mismatch", ".", expected_hash, actual_hash))
     problems.sort(key=lambda p: p.path)
     return VariantCheck(repo_id, commit, variant, folder, True, expected_hash, actual_hash, tuple(problems), actual)
+
+
+# Below this many bytes a variant is hashed in the calling thread.
+SMALL_VARIANT_BYTES = 1 << 20
+
+
+def _total_size(jobs: list[tuple[str, Path, str | None]]) -> int:
+    total = 0
+    for _, path, _ in jobs:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            return SMALL_VARIANT_BYTES  # let the hashing name the failure, on the threads as before
+        if total >= SMALL_VARIANT_BYTES:
+            break
+    return total
 
 
 def _hash_wanted(job: tuple[str, Path, str | None]) -> str:
@@ -221,6 +241,42 @@ def blob_is_valid(repo: Path, content_hash: str) -> bool:
         return path.is_file() and content_hash_of(path, hash_kind(content_hash)) == content_hash
     except OSError:
         return False
+
+
+def read_blob(repo: Path, content_hash: str, limit: int) -> bytes | None:
+    """The bytes of blob ``content_hash`` when it is present, at most ``limit`` bytes and
+    hashes to its name; else None (absent, damaged or unreadable: fetch it again)."""
+    try:
+        with open(blob_path(repo, content_hash), "rb") as file:
+            data = file.read(limit + 1)
+    except OSError:
+        return None
+    return data if len(data) <= limit and content_hash_of_bytes(data, hash_kind(content_hash)) == content_hash else None
+
+
+def keep_blob(repo: Path, content_hash: str, data: bytes) -> bool:
+    """Place ``data``, which must hash to ``content_hash``, as that blob (atomically), so a
+    later lock or download reads it from here; False when the cache cannot take it,
+    which costs only a request next time."""
+    if content_hash_of_bytes(data, hash_kind(content_hash)) != content_hash:
+        raise ValueError(f"the bytes given for blob {content_hash} hash to something else")
+    target = blob_path(repo, content_hash)
+    try:  # replaces a damaged copy too
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{content_hash}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            temporary.write_bytes(data)
+            os.replace(temporary, target)
+        finally:
+            temporary.unlink(missing_ok=True)
+    except OSError:
+        return False
+    return True
+
+
+def content_hash_of_bytes(data: bytes, kind: Literal["sha256", "sha1"]) -> str:
+    """The hash that names ``data`` as a blob: SHA-256 (LFS files) or git blob SHA-1."""
+    return hashlib.sha256(data).hexdigest() if kind == "sha256" else git_blob_id(data)
 
 
 # A partial download this old belongs to no running download: remove it.
@@ -279,6 +335,9 @@ def place_variant(repo: Path, commit: str, variant: str, files: dict[str, str]) 
     previous copy; the manifest is written first, so a kill in between leaves a
     manifest that still matches the lock and no half-built folder under ``snapshots/``.
     """
+    import secrets  # placing is for downloads; checking, what most commands do, needs neither
+    import shutil
+
     final = variant_dir(repo, commit, variant)
     staging_root = repo / _OWN / "staging"
     staging_root.mkdir(parents=True, exist_ok=True)

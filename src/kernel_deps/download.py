@@ -24,9 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
-
-from filelock import FileLock, Timeout
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from kernel_deps import cache
 from kernel_deps.errors import (
@@ -42,13 +40,17 @@ from kernel_deps.errors import (
     UsageError,
 )
 from kernel_deps.hashing import is_hashed_path, variant_hash
-from kernel_deps.hub import HubClient, TreeFile, path_problem, shown_path
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.pools import worker_pool
 from kernel_deps.settings import BUDGET_ENV, BUILD_DIR, HUB_WORKERS, LOCK_NAME, PYPROJECT_NAME, is_offline
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.targets import Target, serving_variant, targets_from_options
 from kernel_deps.variants import is_valid_variant_name, parse_variant, select_variant, system_for_variant
+
+if TYPE_CHECKING:  # a warm run finds everything in the cache: it imports neither the Hub client nor filelock
+    from filelock import FileLock
+
+    from kernel_deps.hub import HubClient, TreeFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,8 @@ def variants_for_targets(kernel: LockedKernel, targets: Sequence[Target]) -> lis
 
 def check_tree_paths(task: VariantTask, files: Iterable[TreeFile]) -> dict[str, TreeFile]:
     """Relative path -> entry for the hashed files of a variant; refuses unsafe paths."""
+    from kernel_deps.hub import path_problem, shown_path
+
     prefix = f"{BUILD_DIR}/{task.variant}/"
     out: dict[str, TreeFile] = {}
     for entry in files:
@@ -198,7 +202,10 @@ def download_lock(
         names = ", ".join(t.label for t in missing)
         raise OfflineError(f"not in the cache and HF_HUB_OFFLINE is set: {names}; run 'kernels download' with network access")
 
-    hub = hub or HubClient()
+    if hub is None:
+        from kernel_deps.hub import HubClient
+
+        hub = HubClient()
     lock_counter = threading.Lock()
     # One time budget for the whole download. An interrupt or failure returns at once;
     # files still in flight are not waited for.
@@ -265,6 +272,8 @@ def _fetch_variant(
 def _fetch_variant_into_cache(
     task: VariantTask, hub: HubClient, root: Path, pool: ThreadPoolExecutor, progress: Progress
 ) -> tuple[int, int]:
+    from filelock import FileLock
+
     kernel = task.kernel
     repo = cache.repo_dir(kernel.repo_id, hub.repo_type(kernel.repo_id), root)
     lock_file = cache.lock_dir(repo) / f"{kernel.sha}.{task.variant}.kernel-deps.lock"
@@ -305,6 +314,8 @@ def _fetch_variant_into_cache(
 def _acquire(lock: FileLock, label: str, hub: HubClient, progress: Progress) -> Iterator[None]:
     """Hold ``lock``, waiting for another process at most the operation's time left;
     a wait longer than a moment is told through ``progress``."""
+    from filelock import Timeout
+
     transport = hub.transport
     try:
         lock.acquire(timeout=max(min(LOCK_NOTICE_SECONDS, transport.time_left()), 0))
@@ -330,6 +341,8 @@ def _fetch_file(task: VariantTask, hub: HubClient, repo: Path, entry: TreeFile, 
     interrupted run left there is resumed. A partial file stays only when the Hub fails
     part-way, for the next run to resume; anything that fails verification is removed.
     """
+    from filelock import FileLock
+
     partial = cache.partial_path(repo, entry.content_hash)
     label = f"{task.label} {rel}"
     with _acquire(FileLock(str(cache.partial_lock_path(repo, entry.content_hash))), label, hub, progress):

@@ -67,6 +67,14 @@ class RepoRefs:
 
 
 @dataclass(frozen=True, slots=True)
+class CommitListing:
+    """One commit of a kernel repo as a recursive listing shows it (:meth:`HubClient.list_commit`)."""
+
+    build_files: tuple[TreeFile, ...]  # every file under build/, checked as the cache needs
+    top_level: frozenset[str]  # the names at the top of the repo, files and folders
+
+
+@dataclass(frozen=True, slots=True)
 class TreeFile:
     """A file of a repo at a commit, as the Hub lists it."""
 
@@ -151,7 +159,8 @@ class HubClient:
         """Every file under ``build/<variant>/`` (or all of ``build/``) at ``commit``.
 
         A commit without ``build/`` has no files; a named variant folder that does not
-        exist at ``commit`` is a :class:`PathNotFoundError`, never an empty listing.
+        exist at ``commit`` is a :class:`PathNotFoundError`, never an empty listing. (The
+        resolver lists whole commits with :meth:`list_commit` instead.)
         """
         folder = f"{BUILD_DIR}/{variant}" if variant else BUILD_DIR
         try:
@@ -162,13 +171,17 @@ class HubClient:
             return []
         return check_listing(repo_id, commit, folder, entries)
 
-    def list_top_level(self, repo_id: str, commit: str) -> list[str]:
-        """The paths at the top of the repo at ``commit`` (files and folders, not recursive).
-
-        Listing first lets a caller ask for an optional file without requesting a missing
-        one (which some servers answer with retryable 5xx errors).
-        """
-        return [entry["path"] for entry in self._list_tree(repo_id, commit, "", recursive=False)]
+    def list_commit(self, repo_id: str, commit: str) -> CommitListing:
+        """Every file under ``build/`` at ``commit``, each checked, and the names at the top
+        of the repo, from one recursive listing of the whole commit: an optional file beside
+        ``build/`` (``kernel-status.toml``) is found without a request of its own, and
+        without asking for a missing file (which some servers answer with retryable 5xx
+        errors). Entries outside ``build/`` are never fetched, so only their names count."""
+        entries = self._list_tree(repo_id, commit, "", recursive=True)
+        prefix = BUILD_DIR + "/"
+        build = [e for e in entries if not isinstance(e["path"], str) or e["path"].startswith(prefix)]
+        top = frozenset(e["path"].partition("/")[0] for e in entries if isinstance(e["path"], str))
+        return CommitListing(tuple(check_listing(repo_id, commit, BUILD_DIR, build)), top)
 
     def read_small_file(self, repo_id: str, commit: str, path: str, limit: int = MAX_SMALL_FILE_BYTES) -> bytes:
         """The bytes of one small file at ``commit``; refuses files over ``limit`` bytes."""

@@ -1,11 +1,13 @@
 """The resolver's view of the Hub for one run: refs, trees and dependencies, fetched once.
 
 Every answer is memoised per run, so a repo's refs are listed once however often the
-resolver asks. Work for independent repos runs concurrently: when a candidate's
-dependencies become known, their refs and the dependencies of their most likely pick are
-fetched in background threads, so resolving N kernels costs about as many round trips
-as resolving one. A background failure is kept and raised only if the resolver asks for
-that answer.
+resolver asks, each candidate commit is listed once, and each distinct ``metadata.json``
+(by the content hash its listing gives) is read once, however many variants or commits
+share it. Work for independent repos runs concurrently: when a candidate's dependencies
+become known, their refs and the dependencies of their most likely pick are fetched in
+background threads, up to ``settings.HUB_RESOLVE_WORKERS`` requests in flight, so
+resolving N kernels costs about as many round trips as resolving one. A background
+failure is kept and raised only if the resolver asks for that answer.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, TypeVar
 
+from kernel_deps import cache
 from kernel_deps.errors import HubError, InvalidKernelMetadataError, InvalidRepoIdError, PyprojectError
 from kernel_deps.hashing import variant_hash
-from kernel_deps.hub import HubClient, RepoRefs, TreeFile
-from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, KERNEL_STATUS_NAME
+from kernel_deps.hub import MAX_SMALL_FILE_BYTES, CommitListing, HubClient, RepoRefs, TreeFile
+from kernel_deps.settings import BUILD_DIR, HUB_RESOLVE_WORKERS, KERNEL_STATUS_NAME
 from kernel_deps.spec import KernelRequirement, parse_kernel_depends, validate_repo_id
 from kernel_deps.variants import is_valid_variant_name
 
@@ -53,16 +56,17 @@ class _Once:
 class KernelIndex:
     """Memoised, concurrent access to the refs, trees and dependencies of kernel repos."""
 
-    def __init__(self, hub: HubClient, *, max_workers: int = HUB_WORKERS) -> None:
+    def __init__(self, hub: HubClient, *, max_workers: int = HUB_RESOLVE_WORKERS) -> None:
         self.hub = hub
         # Prefetch tasks may wait on Hub calls; Hub calls never wait on anything. Two pools
         # keep a full prefetch pool from starving the calls it waits for.
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kernel-deps-prefetch")
-        self._calls = ThreadPoolExecutor(max_workers=2 * max_workers, thread_name_prefix="kernel-deps-hub")
+        self._calls = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kernel-deps-hub")
         self._memo: dict[tuple, _Once] = {}
         self._lock = threading.Lock()
         # Every repo found to redirect during this run, for the notes `kernels lock` prints.
         self.redirects_followed: dict[str, Redirect] = {}
+        self._cache_root = cache.cache_root()
 
     def close(self, *, wait: bool = True) -> None:
         """Stop background work (pending prefetches are dropped); ``wait`` for running calls."""
@@ -82,6 +86,10 @@ class KernelIndex:
         """The repo's refs, listed once per run."""
         return self._once(("refs", repo_id), lambda: self.hub.list_refs(repo_id))
 
+    def listing(self, repo_id: str, commit: str) -> CommitListing:
+        """The commit's recursive listing (its build files and top-level names), listed once."""
+        return self._once(("listing", repo_id, commit), lambda: self.hub.list_commit(repo_id, commit))
+
     def tree(self, repo_id: str, commit: str) -> VariantTree:
         """Every file under ``build/<variant>/`` at ``commit`` for valid variant names,
         grouped by variant; listed once."""
@@ -90,7 +98,7 @@ class KernelIndex:
             grouped: dict[str, list[TreeFile]] = {}
             skipped: set[str] = set()
             prefix = BUILD_DIR + "/"
-            for entry in self.hub.list_variant_files(repo_id, commit):
+            for entry in self.listing(repo_id, commit).build_files:
                 variant, _, rest = entry.path[len(prefix):].partition("/")
                 # A folder that is not a valid variant name is never locked, so it is
                 # never downloaded or loaded either.
@@ -107,10 +115,16 @@ class KernelIndex:
 
         def fetch() -> tuple[KernelRequirement, ...]:
             tree = self.tree(repo_id, commit)
-            variants = [v for v, files in tree.files.items() if any(f.path.endswith(f"/{v}/metadata.json") for f in files)]
-            metadata = list(self._calls.map(lambda v: self.metadata(repo_id, commit, v), variants))
+            listed = [
+                (variant, entry)
+                for variant, files in tree.files.items()
+                for entry in files
+                if entry.path == f"{BUILD_DIR}/{variant}/metadata.json"
+            ]
+            # Every file read at once; variants whose metadata.json is the same content share one read.
+            metadata = list(self._calls.map(lambda item: self._metadata_of(repo_id, commit, item[1]), listed))
             found: dict[tuple, KernelRequirement] = {}
-            for variant, meta in zip(variants, metadata):
+            for (variant, _), meta in zip(listed, metadata):
                 source = f"{repo_id}@{commit[:12]} build/{variant}/metadata.json"
                 try:
                     requirements = parse_kernel_depends(meta.get("kernel-depends", []), source=source)
@@ -125,11 +139,14 @@ class KernelIndex:
 
     def redirect(self, repo_id: str) -> Redirect | None:
         """Where ``repo_id`` redirects, from the ``kernel-status.toml`` at the top of its main
-        branch (as the Hugging Face library reads it); None when it has none. Asked once."""
+        branch (as the Hugging Face library reads it); None when it has none. Asked once.
+
+        The main branch's listing is the tree of its commit, which is usually also the
+        newest release's: looking costs no request of its own then."""
 
         def fetch() -> Redirect | None:
             main = next((r.commit for r in self.refs(repo_id).refs if r.kind == "branch" and r.name == "main"), None)
-            if main is None or KERNEL_STATUS_NAME not in self.hub.list_top_level(repo_id, main):
+            if main is None or KERNEL_STATUS_NAME not in self.listing(repo_id, main).top_level:
                 return None
             data = self.hub.read_small_file(repo_id, main, KERNEL_STATUS_NAME)
             return parse_kernel_status(repo_id, data, f"{repo_id}@{main[:12]}: {KERNEL_STATUS_NAME}")
@@ -146,6 +163,27 @@ class KernelIndex:
         requirements = list(requirements)
         found = list(self._calls.map(lambda req: self.redirect(req.repo_id), requirements))
         return [req if to is None else replace(req, repo_id=to.destination) for req, to in zip(requirements, found)]
+
+    def _metadata_of(self, repo_id: str, commit: str, entry: TreeFile) -> dict:
+        """A listed ``metadata.json``, read once per content hash in this run; the bytes
+        must be the content the listing names, since other variants take them on trust."""
+
+        def fetch() -> dict:
+            source = f"{repo_id}@{commit[:12]}: {entry.path}"
+            repo = cache.repo_dir(repo_id, self.hub.repo_type(repo_id), self._cache_root)
+            data = cache.read_blob(repo, entry.content_hash, MAX_SMALL_FILE_BYTES)
+            if data is None:
+                data = self.hub.read_small_file(repo_id, commit, entry.path)
+                got = cache.content_hash_of_bytes(data, cache.hash_kind(entry.content_hash))
+                if got != entry.content_hash:
+                    raise HubError(
+                        f"{source}: the Hub serves content that differs from its listing (Expected "
+                        f"{entry.content_hash}, Got {got}); refusing to lock this kernel"
+                    )
+                cache.keep_blob(repo, entry.content_hash, data)
+            return parse_metadata(data, source)
+
+        return self._once(("metadata", entry.content_hash), fetch)
 
     def metadata(self, repo_id: str, commit: str, variant: str) -> dict:
         """The parsed ``build/<variant>/metadata.json`` at ``commit`` (read, not cached on disk)."""

@@ -15,9 +15,11 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:  # imported when a pool starts: an offline check of small files may start none
+    from concurrent.futures import ThreadPoolExecutor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -26,6 +28,8 @@ R = TypeVar("R")
 @contextmanager
 def worker_pool(max_workers: int, name: str = "kernel-deps") -> Iterator[ThreadPoolExecutor]:
     """A thread pool, joined when the block succeeds and abandoned when it raises."""
+    from concurrent.futures import ThreadPoolExecutor
+
     pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=name)
     try:
         yield pool
@@ -61,6 +65,8 @@ def shared_map(fn: Callable[[T], R], items: Iterable[T], threads: int) -> list[R
 
 
 def _shared_pool(threads: int) -> ThreadPoolExecutor:
+    from concurrent.futures import ThreadPoolExecutor
+
     global _shared, _shared_size
     with _shared_lock:
         if _shared is None or _shared_size != threads:

@@ -35,6 +35,9 @@ REPO_TYPE_PLURALS = {KERNEL: "kernels", MODEL: "models"}
 
 # Hub requests one command runs at once (listings, metadata reads, file downloads).
 HUB_WORKERS = 8
+# Small Hub requests (refs, tree listings, metadata.json) one resolution keeps in flight
+# at once: each mostly waits on its round trip, so on a slow link they all go together.
+HUB_RESOLVE_WORKERS = 32
 
 # Files hashed at once (verify, download's re-check, the loader): one thread per usable
 # core, at most MAX_HASH_THREADS; KERNELS_HASH_THREADS sets it (1: hash in the caller).

@@ -15,8 +15,6 @@ up itself.
 from __future__ import annotations
 
 import ast
-import ctypes
-import ctypes.util
 import platform
 import re
 import sys
@@ -322,6 +320,8 @@ def _cann_version() -> tuple[int, int] | None:
 
 def _cuda_runtime_version() -> tuple[int, int] | None:
     """The version of the CUDA runtime library (libcudart) if one can be loaded, else None."""
+    import ctypes.util  # only here: most commands never ask
+
     name = ctypes.util.find_library("cudart")
     if name is None:
         return None

@@ -105,6 +105,7 @@ class Transport:
         self.timeout = timeout
         self.budget = budget if budget is not None else env_seconds(BUDGET_ENV, DEFAULT_BUDGET)
         self._deadline: float | None = None
+        self._hf_headers: dict[str, str] | None = None
         self._depth = 0
         self._guard = threading.Lock()
 
@@ -197,7 +198,11 @@ class Transport:
 
     def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """huggingface_hub's headers for this client's token, plus ``extra``."""
-        return {**build_hf_headers(token=self.token), **(extra or {})}
+        if self._hf_headers is None:
+            # Built once per client: the token is fixed, and building them (the user
+            # agent) costs about a millisecond, paid on every request of a lock otherwise.
+            self._hf_headers = build_hf_headers(token=self.token)
+        return {**self._hf_headers, **(extra or {})}
 
     def attempt_timeout(self) -> httpx2.Timeout:
         """Timeouts for one attempt: the client's, cut to the time left in the budget."""
