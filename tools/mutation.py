@@ -48,9 +48,9 @@ EQUIVALENT_FILE = ROOT / "tools" / "mutation_equivalent.toml"
 # Each core module and the test files that exercise it, pure modules first (they are cheap:
 # no Hub, no subprocess), then the ones whose tests start the local Hub.
 MODULE_TESTS: dict[str, list[str]] = {
-    "hashing": ["tests/test_hashing.py"],
-    "variants": ["tests/test_variants.py", "tests/test_variant_preference.py"],
-    "spec": ["tests/test_spec.py", "tests/test_requirement_limits.py"],
+    "hashing": ["tests/test_hashing.py", "tests/test_hash_of_a_changing_file.py"],
+    "variants": ["tests/test_variants.py", "tests/test_variant_preference.py", "tests/test_variant_names.py"],
+    "spec": ["tests/test_spec.py", "tests/test_requirement_limits.py", "tests/test_requirement_messages.py"],
     "lockfile": ["tests/test_lockfile.py", "tests/test_requirement_limits.py"],
     "verify": ["tests/test_verify.py", "tests/test_verify_online_variants.py", "tests/test_verify_cache_errors.py"],
     "resolver": ["tests/test_lock.py", "tests/test_pins.py"],
@@ -137,9 +137,9 @@ def _mutant_names(folder: Path, module: str) -> list[str]:
     return sorted(json.loads(meta.read_text())["exit_code_by_key"])
 
 
-def run_module(module: str, tests: list[str], jobs: int, sample: int | None) -> Path:
+def run_module(module: str, tests: list[str], jobs: int, sample: int | None, work: Path = WORK) -> Path:
     """Run mutmut over one module in its own scratch folder; return that folder."""
-    folder = WORK / module
+    folder = work / module
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     (folder / "src").symlink_to(ROOT / "src")
@@ -214,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=None, help="run a seeded sample of N mutants per module")
     parser.add_argument("--survivors", action="store_true", help="also list each surviving mutant's name")
     parser.add_argument("--table-only", action="store_true", help="tally the last run's results, run nothing")
+    parser.add_argument("--work", type=Path, default=WORK, help="scratch folder (default .mutation/)")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULE_TESTS]
     if unknown:
@@ -226,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     tallies = []
     for module in args.modules or list(MODULE_TESTS):
         tests = [t for t in MODULE_TESTS[module] if (ROOT / t).exists()]
-        folder = WORK / module if args.table_only else run_module(module, tests, args.jobs, args.sample)
+        folder = args.work / module if args.table_only else run_module(module, tests, args.jobs, args.sample, args.work)
         tallies.append(tally(module, folder, equivalent))
     table = render(tallies)
     print(table)
@@ -234,8 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         for t in tallies:
             for name in t.survived:
                 print(f"survived: {name}")
-    WORK.mkdir(exist_ok=True)
-    (WORK / "table.md").write_text(table + "\n")
+    args.work.mkdir(parents=True, exist_ok=True)
+    (args.work / "table.md").write_text(table + "\n")
     return 0
 
 
