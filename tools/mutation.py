@@ -31,11 +31,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import difflib
+import io
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
+import tokenize
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +55,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "hashing": ["tests/test_hashing.py", "tests/test_hash_of_a_changing_file.py"],
     "variants": ["tests/test_variants.py", "tests/test_variant_preference.py", "tests/test_variant_names.py"],
     "spec": ["tests/test_spec.py", "tests/test_requirement_limits.py", "tests/test_requirement_messages.py"],
-    "lockfile": ["tests/test_lockfile.py", "tests/test_requirement_limits.py"],
+    "lockfile": ["tests/test_lockfile.py", "tests/test_requirement_limits.py", "tests/test_lock_messages.py"],
     "verify": ["tests/test_verify.py", "tests/test_verify_online_variants.py", "tests/test_verify_cache_errors.py"],
     "resolver": ["tests/test_lock.py", "tests/test_pins.py"],
     "cache": ["tests/test_download_fs.py", "tests/test_verify.py", "tests/test_verify_cache_errors.py"],
@@ -83,39 +87,30 @@ class Tally:
         return self.killed / judged if judged else None
 
 
-def _string_parts(node: ast.AST) -> list[tuple[ast.Constant, bool]]:
-    """Every str constant under ``node``, with whether it is message text.
-
-    Message text: a literal holding whitespace, or a literal part of an f-string whose
-    literal parts hold whitespace (``f"{path} was modified"``).
-    """
-    found: list[tuple[ast.Constant, bool]] = []
-    for parent in ast.walk(node):
-        if isinstance(parent, ast.JoinedStr):
-            text = "".join(v.value for v in parent.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
-            for value in parent.values:
-                if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                    found.append((value, any(c.isspace() for c in text)))
-    in_fstring = {id(c) for c, _ in found}
-    for child in ast.walk(node):
-        if isinstance(child, ast.Constant) and isinstance(child.value, str) and id(child) not in in_fstring:
-            found.append((child, any(c.isspace() for c in child.value)))
-    return found
+# A word beside a space: the literal is prose a user reads, not a key, a path or a separator.
+_PROSE = re.compile(r"[A-Za-z]{2,}\s|\s[A-Za-z]{2,}")
 
 
-def _without_strings(node: ast.AST) -> str:
-    """The function's AST with every string literal blanked, for comparing structure."""
-    clone = ast.parse(ast.unparse(node))
-    for child in ast.walk(clone):
-        if isinstance(child, ast.Constant) and isinstance(child.value, str):
-            child.value = ""
-        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-            child.name = ""
-    return ast.dump(clone)
+def _tokens(node: ast.AST) -> list[tokenize.TokenInfo]:
+    source = ast.unparse(node)
+    return [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in _LAYOUT]
+
+
+_LAYOUT = {tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER, tokenize.COMMENT}
+
+
+def _is_prose(token: tokenize.TokenInfo) -> bool:
+    """A str literal or f-string (never bytes) that holds prose."""
+    prefix = token.string[: len(token.string) - len(token.string.lstrip("rRbBuUfF"))]
+    return token.type == tokenize.STRING and "b" not in prefix.lower() and bool(_PROSE.search(token.string))
 
 
 def message_only_mutants(mutated_file: Path) -> set[str]:
-    """Names of the mutant functions in ``mutated_file`` that differ only in message text."""
+    """Names of the mutant functions in ``mutated_file`` that change only message text.
+
+    Every token the mutant changes must sit inside a literal holding prose, and be
+    replaced by another literal or by None (a message dropped).
+    """
     tree = ast.parse(mutated_file.read_text(encoding="utf-8"))
     functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     found: set[str] = set()
@@ -123,11 +118,16 @@ def message_only_mutants(mutated_file: Path) -> set[str]:
         if "__mutmut_" not in name or name.endswith("__mutmut_orig"):
             continue
         original = functions.get(name.rsplit("__mutmut_", 1)[0] + "__mutmut_orig")
-        if original is None or _without_strings(node) != _without_strings(original):
+        if original is None:
             continue
-        before, after = _string_parts(original), _string_parts(node)
-        changed = [(a, is_message) for (a, is_message), (b, _) in zip(before, after) if a.value != b.value]
-        if changed and all(is_message for _, is_message in changed):
+        before, after = _tokens(original)[2:], _tokens(node)[2:]  # past "def" and the names, which differ
+        changes = [op for op in difflib.SequenceMatcher(None, [t.string for t in before], [t.string for t in after],
+                                                         autojunk=False).get_opcodes() if op[0] != "equal"]  # fmt: skip
+        if changes and all(
+            tag == "replace" and all(_is_prose(t) for t in before[i1:i2])
+            and all(t.type == tokenize.STRING or t.string == "None" for t in after[j1:j2])
+            for tag, i1, i2, j1, j2 in changes
+        ):
             found.add(name)
     return found
 
@@ -137,13 +137,15 @@ def _mutant_names(folder: Path, module: str) -> list[str]:
     return sorted(json.loads(meta.read_text())["exit_code_by_key"])
 
 
-def run_module(module: str, tests: list[str], jobs: int, sample: int | None, work: Path = WORK) -> Path:
+def run_module(
+    module: str, tests: list[str], jobs: int, sample: int | None, work: Path = WORK, test_tree: Path = ROOT / "tests"
+) -> Path:
     """Run mutmut over one module in its own scratch folder; return that folder."""
     folder = work / module
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     (folder / "src").symlink_to(ROOT / "src")
-    (folder / "tests").symlink_to(ROOT / "tests")
+    (folder / "tests").symlink_to(test_tree)
     selection = ", ".join(json.dumps(t) for t in tests)
     (folder / "pyproject.toml").write_text(
         "[tool.mutmut]\n"
@@ -215,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--survivors", action="store_true", help="also list each surviving mutant's name")
     parser.add_argument("--table-only", action="store_true", help="tally the last run's results, run nothing")
     parser.add_argument("--work", type=Path, default=WORK, help="scratch folder (default .mutation/)")
+    parser.add_argument("--tests", type=Path, default=ROOT / "tests", help="the tests folder to judge by (e.g. an older one)")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULE_TESTS]
     if unknown:
@@ -226,8 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     equivalent = tomllib.loads(EQUIVALENT_FILE.read_text())["equivalent"] if EQUIVALENT_FILE.exists() else {}
     tallies = []
     for module in args.modules or list(MODULE_TESTS):
-        tests = [t for t in MODULE_TESTS[module] if (ROOT / t).exists()]
-        folder = args.work / module if args.table_only else run_module(module, tests, args.jobs, args.sample, args.work)
+        tests = [t for t in MODULE_TESTS[module] if (args.tests.parent / t).exists()]
+        if args.table_only:
+            folder = args.work / module
+        else:
+            folder = run_module(module, tests, args.jobs, args.sample, args.work, args.tests.resolve())
         tallies.append(tally(module, folder, equivalent))
     table = render(tallies)
     print(table)
