@@ -138,7 +138,13 @@ def _mutant_names(folder: Path, module: str) -> list[str]:
 
 
 def run_module(
-    module: str, tests: list[str], jobs: int, sample: int | None, work: Path = WORK, test_tree: Path = ROOT / "tests"
+    module: str,
+    tests: list[str],
+    jobs: int,
+    sample: int | None,
+    work: Path = WORK,
+    test_tree: Path = ROOT / "tests",
+    retest_of: Path | None = None,
 ) -> Path:
     """Run mutmut over one module in its own scratch folder; return that folder."""
     folder = work / module
@@ -156,9 +162,13 @@ def run_module(
     )
     command = [str(MUTMUT), "run", "--max-children", str(jobs)]
     log = (folder / "mutmut.log").open("w")
-    if sample is not None:
-        # A name that matches nothing: mutmut generates the mutants and collects which
-        # tests reach which function, then runs none; the sample is drawn from the names.
+    earlier = _codes(retest_of / module, module) if retest_of else None
+    if earlier is not None:
+        # Adding tests cannot revive a killed mutant: only the earlier survivors run again.
+        command += sorted(name for name, code in earlier.items() if code is not None and code not in KILLED_CODES)
+    elif sample is not None:
+        # A name that matches nothing: mutmut generates the mutants, then stops with
+        # "nothing matches" (logged); the sample is drawn from the names it generated.
         subprocess.run([*command, f"kernel_deps.{module}.none-such"], cwd=folder, stdout=log, stderr=subprocess.STDOUT)
         names = _mutant_names(folder, module)
         if len(names) > sample:
@@ -166,7 +176,20 @@ def run_module(
             command += names
     print(f"mutmut: {module} against {', '.join(tests)}", flush=True)
     subprocess.run(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT, check=False)
+    if earlier is not None:  # the earlier verdicts, with the survivors' new ones
+        meta = _meta_path(folder, module)
+        data = json.loads(meta.read_text())
+        data["exit_code_by_key"] = {**earlier, **{k: v for k, v in data["exit_code_by_key"].items() if v is not None}}
+        meta.write_text(json.dumps(data))
     return folder
+
+
+def _meta_path(folder: Path, module: str) -> Path:
+    return folder / "mutants" / "src" / "kernel_deps" / f"{module}.py.meta"
+
+
+def _codes(folder: Path, module: str) -> dict[str, int | None]:
+    return json.loads(_meta_path(folder, module).read_text())["exit_code_by_key"]
 
 
 def tally(module: str, folder: Path, equivalent: dict[str, str]) -> Tally:
@@ -217,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--survivors", action="store_true", help="also list each surviving mutant's name")
     parser.add_argument("--table-only", action="store_true", help="tally the last run's results, run nothing")
     parser.add_argument("--work", type=Path, default=WORK, help="scratch folder (default .mutation/)")
+    parser.add_argument("--retest-survivors-of", type=Path, default=None, metavar="WORK",
+                        help="run only the mutants that survived in an earlier run's scratch folder, keeping its other verdicts")
     parser.add_argument("--tests", type=Path, default=ROOT / "tests", help="the tests folder to judge by (e.g. an older one)")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULE_TESTS]
@@ -233,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.table_only:
             folder = args.work / module
         else:
-            folder = run_module(module, tests, args.jobs, args.sample, args.work, args.tests.resolve())
+            folder = run_module(module, tests, args.jobs, args.sample, args.work, args.tests.resolve(),
+                                args.retest_survivors_of)  # fmt: skip
         tallies.append(tally(module, folder, equivalent))
     table = render(tallies)
     print(table)
