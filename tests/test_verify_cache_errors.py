@@ -79,3 +79,18 @@ def test_require_cached_counts_an_unreadable_variant_as_present(unreadable_varia
     # user to 'kernels download', which cannot fix a file's permissions.
     project, variant = unreadable_variant
     unreadable_problems(run_where_modes_apply("verify", "--require-cached", "--json", str(project)), variant)
+
+
+def test_an_unreadable_variant_does_not_stop_the_others_being_checked(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
+    download_project(project, all_variants=True)
+    entry = read_lockfile(project / "kernels.lock").get(ROTARY)
+    first, *others = sorted(entry.variants)  # checked in lock order: the first one fails
+    blob = (cache.variant_dir(cache.repo_dir(ROTARY), entry.sha, first) / "__init__.py").resolve()
+    blob.chmod(0)
+    try:
+        result = run_where_modes_apply("verify", "--json", str(project))
+    finally:
+        blob.chmod(0o644)
+    unreadable_problems(result, first)
+    assert sorted(v["variant"] for v in json.loads(result.stdout)["verified"]) == others
