@@ -96,3 +96,15 @@ def test_all_targets_without_declared_targets_names_pyproject(hub_env, tmp_path)
     result = run_kernels("verify", "--all-targets", str(project))
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: --all-targets: {project / 'pyproject.toml'} declares no targets; ")
+
+
+def test_a_failing_tree_listing_after_the_refs_answered_is_a_hub_error(hub_env, proxy, tmp_path) -> None:
+    from kernel_deps.hub import HubClient
+
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
+    proxy.only_paths = "/tree/"
+    proxy.error_rate = 1.0
+    report = verify_project(project, online=True, hub=HubClient(endpoint=proxy.url, retries=1, backoff=0.01))
+    (problem,) = report.problems
+    assert fields(problem) == ("hub-error", ROTARY, None, None, None, None)
+    assert ROTARY in problem.message
