@@ -108,3 +108,20 @@ def test_a_failing_tree_listing_after_the_refs_answered_is_a_hub_error(hub_env, 
     (problem,) = report.problems
     assert fields(problem) == ("hub-error", ROTARY, None, None, None, None)
     assert ROTARY in problem.message
+
+
+def test_a_target_build_missing_from_the_cache_names_the_build_and_target(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
+    (problem,) = verify_project(project, targets=[CUDA_VARIANT]).problems
+    assert fields(problem) == ("target-not-cached", ROTARY, CUDA_VARIANT, None, CUDA_VARIANT, None)
+    assert problem.message.endswith(f"; run 'kernels download --target {CUDA_VARIANT}'")
+
+
+def test_a_target_the_lock_has_no_build_for_lists_what_it_has(hub_env, tmp_path) -> None:
+    repo_id = "kernels-test/verify-target-unserved"
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(METAL_VARIANT, CUDA_VARIANT)),)))
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', locked=True)
+    (problem,) = verify_project(project, targets=[CPU_VARIANT]).problems
+    assert fields(problem) == ("no-variant", repo_id, None, None, CPU_VARIANT, None)
+    assert problem.message == (f"{repo_id}: kernels.lock has no variant for the target {CPU_VARIANT}; "
+                               f"locked: {CUDA_VARIANT}, {METAL_VARIANT}")  # fmt: skip

@@ -79,7 +79,7 @@ class Tally:
     survived: list[str] = field(default_factory=list)
     equivalent: int = 0
     message_killed: int = 0
-    message_survived: int = 0
+    message_survived: list[str] = field(default_factory=list)
     other: int = 0  # not run: mutmut could not judge it (interrupted, segfault)
 
     @property
@@ -207,7 +207,7 @@ def tally(module: str, folder: Path, equivalent: dict[str, str]) -> Tally:
             if code in KILLED_CODES:
                 result.message_killed += 1
             else:
-                result.message_survived += 1
+                result.message_survived.append(name)
         elif code in KILLED_CODES:
             result.killed += 1
         elif code in SURVIVED_CODES:
@@ -229,7 +229,7 @@ def render(tallies: list[Tally]) -> str:
     for t in tallies:
         score = "-" if t.score is None else f"{100 * t.score:.0f} %"
         lines.append(f"| {t.module} | {t.mutants} | {t.killed} | {len(t.survived)} | {t.equivalent} | "
-                     f"{t.message_killed} / {t.message_survived} | {t.other} | {score} |")  # fmt: skip
+                     f"{t.message_killed} / {len(t.message_survived)} | {t.other} | {score} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -268,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         for t in tallies:
             for name in t.survived:
                 print(f"survived: {name}")
+            for name in t.message_survived:
+                print(f"message survived: {name}")
     args.work.mkdir(parents=True, exist_ok=True)
     (args.work / "table.md").write_text(table + "\n")
     return 0
