@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo container-test clean
+.PHONY: test demo container-test clean mutation
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +23,15 @@ container-test: $(STAMP)
 	tests/container/prepare.sh
 	$(VENV)/bin/python -m pytest -q --container -m container tests/test_container.py
 
+# Mutation testing of the core modules (docs/testing.md); not part of `make test`.
+# MODULES=... picks some (default: all, pure ones first); MUTATION_ARGS passes more options.
+MUTMUT_VERSION := 3.8.1
+mutation: $(STAMP)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check mutmut==$(MUTMUT_VERSION)
+	$(VENV)/bin/python tools/mutation.py $(MODULES) $(MUTATION_ARGS)
+
 demo: $(STAMP)
 	$(VENV)/bin/python -m tests.fixtures.demo
 
 clean:
-	rm -rf $(VENV) .demo
+	rm -rf $(VENV) .demo .mutation

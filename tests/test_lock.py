@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,14 +13,12 @@ from kernel_deps.hub import HubClient
 from kernel_deps.lockfile import Lockfile
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import KernelRepo, Release, git_blob_id
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 
-
-def run_cli(*args: str, cwd: Path | None = None, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([KERNELS, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+def run_cli(*args: str, cwd: Path | None = None, env_extra: dict | None = None) -> CliResult:
+    return run_kernels(*args, cwd=cwd, env=env_extra)
 
 
 def snapshot(project: Path) -> dict[str, bytes]:

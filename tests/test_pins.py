@@ -22,17 +22,16 @@ from kernel_deps.spec import parse_requirement
 from kernel_deps.sync import check_sync, entry_satisfies
 from kernel_deps.verify import verify_project
 from tests.fixtures.builder import KernelRepo, Release, commit_release, update_major_branches
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
-
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 
 
 def make_project(root: Path, deps: str) -> Path:
     return write_project(root / "app", deps)
 
 
-def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([KERNELS, *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=120)
+def run_cli(*args: str, **env: str) -> CliResult:
+    return run_kernels(*args, env=env)
 
 
 def test_a_branch_pin_holds_when_upstream_pushes_onto_the_branch(hub_env, tmp_path) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,9 +19,9 @@ from kernel_deps.pyproject import read_requirements
 from kernel_deps.variants import system_for_variant
 from kernel_deps.verify import CACHE_KINDS, HUB_KINDS, SYNC_KINDS, Problem, check_cache, check_sync, verify_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release, git_blob_id
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 ACTIVATION = "kernels-test/activation"
 ROTARY = "kernels-test/rotary"
 
@@ -34,9 +32,8 @@ def set_deps(project: Path, deps: str) -> None:
     (project / "pyproject.toml").write_text(f"{head}[tool.kernels.dependencies]\n{deps}\n")
 
 
-def run_cli(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([KERNELS, *args], capture_output=True, text=True, env=env, timeout=120)
+def run_cli(*args: str, env_extra: dict | None = None) -> CliResult:
+    return run_kernels(*args, env=env_extra)
 
 
 def cache_variant(hub_env, repo_id: str, variant: str, *, version: str | None = None, commit: str | None = None) -> Path:

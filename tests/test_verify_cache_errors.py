@@ -1,0 +1,97 @@
+"""`kernels verify` when a cached file cannot be read: one line naming the variant, once.
+
+The command runs in a process that file modes apply to: as root, without the capabilities
+that let root read any file (``setpriv`` drops them), so the test runs as root too. The
+process imports the same ``kernel_deps`` as the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kernel_deps
+from kernel_deps import cache
+from kernel_deps.download import download_project
+from kernel_deps.lockfile import read_lockfile
+from kernel_deps.system import detect_system
+from kernel_deps.variants import select_variant
+from kernel_deps.verify import verify_project
+from tests.fixtures.projects import write_project
+
+ROTARY = "kernels-test/rotary"
+NO_READ_ANY_FILE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search"]
+RUN_CLI = "import sys; from kernel_deps.entry import main; sys.argv[0] = 'kernels'; main()"
+
+
+def run_where_modes_apply(*args: str) -> subprocess.CompletedProcess:
+    """``kernels ARGS`` in a process that cannot read a file whose mode forbids it."""
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("as root, needs setpriv (util-linux) to drop the capability to read any file")
+    prefix = NO_READ_ANY_FILE if os.geteuid() == 0 else []
+    source = str(Path(kernel_deps.__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([*prefix, sys.executable, "-c", RUN_CLI, *args], capture_output=True, text=True, env=env,
+                          timeout=120)  # fmt: skip
+
+
+@pytest.fixture
+def unreadable_variant(hub_env, tmp_path):
+    """A project whose downloaded variant for this machine has one file nobody may read."""
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
+    download_project(project)
+    assert verify_project(project, require_cached=True).ok  # complete and intact before the file is locked away
+    entry = read_lockfile(project / "kernels.lock").get(ROTARY)
+    variant = select_variant(ROTARY, entry.variants, detect_system())
+    folder = cache.variant_dir(cache.repo_dir(ROTARY), entry.sha, variant)
+    blob = (folder / "__init__.py").resolve()
+    blob.chmod(0)
+    yield project, variant
+    blob.chmod(0o644)
+
+
+def unreadable_problems(result: subprocess.CompletedProcess, variant: str) -> list[dict]:
+    assert result.returncode == 1, result.stdout + result.stderr
+    problems = json.loads(result.stdout)["problems"]
+    assert [(p["kind"], p["repo_id"], p["variant"]) for p in problems] == [("unreadable", ROTARY, variant)]
+    return problems
+
+
+def test_an_unreadable_cached_file_is_one_problem_naming_the_variant(unreadable_variant) -> None:
+    project, variant = unreadable_variant
+    (problem,) = unreadable_problems(run_where_modes_apply("verify", "--json", str(project)), variant)
+    assert problem["message"].startswith(f"{ROTARY} {variant}: cannot read the cached copy (Permission denied)")
+    assert problem["message"].endswith("check its permissions")
+
+    result = run_where_modes_apply("verify", str(project))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{ROTARY} {variant}: cannot read the cached copy (Permission denied); check its permissions" in result.stdout
+
+
+def test_require_cached_counts_an_unreadable_variant_as_present(unreadable_variant) -> None:
+    # The variant is in the cache, only unreadable: saying it is not cached would send the
+    # user to 'kernels download', which cannot fix a file's permissions.
+    project, variant = unreadable_variant
+    unreadable_problems(run_where_modes_apply("verify", "--require-cached", "--json", str(project)), variant)
+
+
+def test_an_unreadable_variant_does_not_stop_the_others_being_checked(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
+    download_project(project, all_variants=True)
+    assert len(verify_project(project).verified) == 3
+    entry = read_lockfile(project / "kernels.lock").get(ROTARY)
+    first, *others = sorted(entry.variants)  # checked in lock order: the first one fails
+    blob = (cache.variant_dir(cache.repo_dir(ROTARY), entry.sha, first) / "__init__.py").resolve()
+    blob.chmod(0)
+    try:
+        result = run_where_modes_apply("verify", "--json", str(project))
+    finally:
+        blob.chmod(0o644)
+    unreadable_problems(result, first)
+    assert sorted(v["variant"] for v in json.loads(result.stdout)["verified"]) == others

@@ -1,0 +1,127 @@
+"""What `kernels verify` reports, field by field as `--json` shows it: the kind, the kernel, the
+variant, expected and got, and the message, for the cases a user meets."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from kernel_deps.system import detect_system
+from kernel_deps.variants import select_variant
+from kernel_deps.verify import verify_project
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
+from tests.fixtures.cli import run_kernels
+from tests.fixtures.projects import write_project
+
+ROTARY = "kernels-test/rotary"
+
+
+def fields(problem) -> tuple:
+    return (problem.kind, problem.repo_id, problem.variant, problem.path, problem.expected, problem.got)
+
+
+def test_a_repo_deleted_from_the_hub_is_reported_with_its_pin(hub_env, tmp_path) -> None:
+    repo_id = "kernels-test/verify-deleted-repo"
+    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),)))
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', locked=True)
+    shutil.rmtree(built.path)
+
+    (problem,) = verify_project(project, online=True).problems
+    assert fields(problem) == ("repo-missing", repo_id, None, None, None, None)
+    assert problem.message.endswith(f"(kernels.lock pins it at {built.commits['1.0.0'][:12]})")
+
+
+def test_a_deleted_tag_names_the_locked_commit(hub_env, tmp_path) -> None:
+    repo_id = "kernels-test/verify-tag-gone"
+    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),)))
+    project = write_project(tmp_path / "app", f'"{repo_id}" = "==1.0.0"', locked=True)
+    built.git("tag", "-d", "v1.0.0")
+
+    (problem,) = verify_project(project, online=True).problems
+    locked = built.commits["1.0.0"]
+    assert fields(problem) == ("ref-missing", repo_id, None, None, locked, None)
+    assert problem.message == (f"{repo_id}: v1.0.0 no longer exists on the Hub (locked at {locked[:12]}); "
+                               f"run 'kernels lock --upgrade-package {repo_id}' to pin one that does")  # fmt: skip
+
+
+def test_a_branch_that_moved_forward_is_a_notice_naming_both_commits(hub_env, tmp_path) -> None:
+    from tests.fixtures.builder import commit_release, update_major_branches
+
+    repo_id = "kernels-test/verify-branch-notice"
+    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),)))
+    project = write_project(tmp_path / "app", f'"{repo_id}" = 1', locked=True)
+    commit_release(built, Release("1.1.0"), 1)
+    update_major_branches(built)
+
+    report = verify_project(project, online=True)
+    assert report.ok
+    (notice,) = report.notices
+    assert fields(notice) == ("ref-advanced", repo_id, None, None, built.commits["1.0.0"], built.commits["1.1.0"])
+
+
+def test_this_machines_variant_missing_from_the_cache_is_named(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
+    variant = select_variant(ROTARY, [CUDA_VARIANT, CPU_VARIANT, METAL_VARIANT], detect_system())
+
+    (problem,) = verify_project(project, require_cached=True).problems
+    assert fields(problem) == ("not-cached", ROTARY, variant, None, None, None)
+    assert problem.message.endswith("; run 'kernels download'")
+
+
+def test_a_lock_without_this_machines_build_lists_what_it_has(hub_env, tmp_path) -> None:
+    repo_id = "kernels-test/verify-metal-only"
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(METAL_VARIANT, CUDA_VARIANT)),)))
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', locked=True)
+
+    (problem,) = verify_project(project, require_cached=True).problems
+    assert fields(problem) == ("no-variant", repo_id, None, None, None, None)
+    assert problem.message.endswith(f"; locked: {CUDA_VARIANT}, {METAL_VARIANT}")
+
+
+def test_a_lock_written_by_kernels_016_is_a_notice_not_a_problem(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
+    lock = project / "kernels.lock"
+    entries = [{k: v for k, v in e.items() if k in ("repo_id", "sha", "variants")} for e in json.loads(lock.read_text())]
+    lock.write_text(json.dumps(entries, indent=2) + "\n")
+
+    report = verify_project(project)
+    assert report.ok and report.problems == []
+    (notice,) = report.notices
+    assert fields(notice) == ("foreign-lock", None, None, None, None, None)
+    assert notice.message.startswith(f"{lock} was written by ")
+
+
+def test_all_targets_without_declared_targets_names_pyproject(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
+    result = run_kernels("verify", "--all-targets", str(project))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: --all-targets: {project / 'pyproject.toml'} declares no targets; ")
+
+
+def test_a_failing_tree_listing_after_the_refs_answered_is_a_hub_error(hub_env, proxy, tmp_path) -> None:
+    from kernel_deps.hub import HubClient
+
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
+    proxy.only_paths = "/tree/"
+    proxy.error_rate = 1.0
+    report = verify_project(project, online=True, hub=HubClient(endpoint=proxy.url, retries=1, backoff=0.01))
+    (problem,) = report.problems
+    assert fields(problem) == ("hub-error", ROTARY, None, None, None, None)
+    assert ROTARY in problem.message
+
+
+def test_a_target_build_missing_from_the_cache_names_the_build_and_target(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
+    (problem,) = verify_project(project, targets=[CUDA_VARIANT]).problems
+    assert fields(problem) == ("target-not-cached", ROTARY, CUDA_VARIANT, None, CUDA_VARIANT, None)
+    assert problem.message.endswith(f"; run 'kernels download --target {CUDA_VARIANT}'")
+
+
+def test_a_target_the_lock_has_no_build_for_lists_what_it_has(hub_env, tmp_path) -> None:
+    repo_id = "kernels-test/verify-target-unserved"
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(METAL_VARIANT, CUDA_VARIANT)),)))
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', locked=True)
+    (problem,) = verify_project(project, targets=[CPU_VARIANT]).problems
+    assert fields(problem) == ("no-variant", repo_id, None, None, CPU_VARIANT, None)
+    assert problem.message == (f"{repo_id}: kernels.lock has no variant for the target {CPU_VARIANT}; "
+                               f"locked: {CUDA_VARIANT}, {METAL_VARIANT}")  # fmt: skip
