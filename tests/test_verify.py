@@ -13,7 +13,7 @@ from kernel_deps import cache
 from kernel_deps.errors import LockfileError, PyprojectError, UsageError
 from kernel_deps.hashing import is_hashed_path
 from kernel_deps.hub import HubClient
-from kernel_deps.lockfile import Lockfile, read_lockfile
+from kernel_deps.lockfile import Lockfile
 from kernel_deps.locking import lock_project
 from kernel_deps.pyproject import read_requirements
 from kernel_deps.variants import system_for_variant
@@ -390,7 +390,7 @@ def test_offline_verify_makes_no_http_request(hub_env, proxy, tmp_path, monkeypa
 
 
 def test_online_everything_fine(hub_env, tmp_path) -> None:
-    deps = f'"kernels-test/layer-norm" = ">=0.2"\n"kernels-test/flash" = 1\n"kernels-test/legacy-gelu" = ">=0.1"'
+    deps = '"kernels-test/layer-norm" = ">=0.2"\n"kernels-test/flash" = 1\n"kernels-test/legacy-gelu" = ">=0.1"'
     project, _ = locked_project(hub_env, tmp_path, deps, cached=("kernels-test/flash",))
     result = run_cli("verify", "--online", str(project))
     assert result.returncode == 0, result.stdout + result.stderr
