@@ -142,11 +142,14 @@ def test_download_target_fetches_and_verifies_exactly_that_cuda_build(hub_env, t
 
 def test_download_of_a_target_the_lock_does_not_serve_is_exit_1(hub_env, target_repos, tmp_path) -> None:
     project = project_with_targets(tmp_path / "app", f'"{DROPPED}" = ">=1,<2"', None)
-    lock_project(project)  # v1.2.0: no CUDA 12.8 build
+    lock_project(project)  # v1.2.0: no CUDA 12.8 build; the lock keeps the metadata.json it read
+    repo = cache.find_repo_dir(DROPPED)
+    before = sorted(p.relative_to(repo) for p in repo.rglob("*"))
     result = kernels("download", str(project), "--target", CUDA_VARIANT)
     assert result.returncode == 1
     assert result.stderr.startswith(f"error: --target {CUDA_VARIANT}: {DROPPED} v1.2.0 has no build for it")
-    assert cache.find_repo_dir(DROPPED) is None  # nothing fetched
+    assert sorted(p.relative_to(repo) for p in repo.rglob("*")) == before  # nothing fetched
+    assert not (repo / "snapshots").exists()
 
 
 @pytest.mark.parametrize(
