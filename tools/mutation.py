@@ -58,7 +58,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "lockfile": ["tests/test_lockfile.py", "tests/test_requirement_limits.py", "tests/test_lock_messages.py"],
     "verify": ["tests/test_verify.py", "tests/test_verify_online_variants.py", "tests/test_verify_cache_errors.py",
                "tests/test_verify_reports.py", "tests/test_targets.py"],
-    "resolver": ["tests/test_lock.py", "tests/test_pins.py", "tests/test_targets.py"],
+    "resolver": ["tests/test_lock.py", "tests/test_pins.py", "tests/test_targets.py", "tests/test_resolver_choices.py"],
     "cache": ["tests/test_download_fs.py", "tests/test_verify.py", "tests/test_verify_cache_errors.py"],
     "download": ["tests/test_download.py", "tests/test_download_fs.py"],
     "loader": ["tests/test_loader.py", "tests/test_loader_verified.py"],
