@@ -59,7 +59,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     "verify": ["tests/test_verify.py", "tests/test_verify_online_variants.py", "tests/test_verify_cache_errors.py",
                "tests/test_verify_reports.py", "tests/test_targets.py"],
     "resolver": ["tests/test_lock.py", "tests/test_pins.py", "tests/test_targets.py", "tests/test_resolver_choices.py"],
-    "cache": ["tests/test_download_fs.py", "tests/test_verify.py", "tests/test_verify_cache_errors.py"],
+    "cache": ["tests/test_download_fs.py", "tests/test_verify.py", "tests/test_verify_cache_errors.py",
+              "tests/test_cache_layout.py"],
     "download": ["tests/test_download.py", "tests/test_download_fs.py"],
     "loader": ["tests/test_loader.py", "tests/test_loader_verified.py"],
 }
