@@ -103,13 +103,18 @@ def test_download_replaces_a_damaged_cached_variant(hub_env, tmp_path) -> None:
 
 def test_a_kernel_whose_metadata_is_stored_in_lfs_locks_its_dependencies(hub_env, tmp_path) -> None:
     repo_id = "kernels-test/cache-lfs-metadata"
-    metadata = {"name": "cache-lfs-metadata", "kernel-depends": [{"repo-id": "kernels-test/rotary", "version": ">=1,<2"}],
-                "python-depends": [], "backend": {"type": "universal"}}  # fmt: skip
+    metadata = {
+        "name": "cache-lfs-metadata",
+        "kernel-depends": [{"repo-id": "kernels-test/rotary", "version": ">=1,<2"}],
+        "python-depends": [],
+        "backend": {"type": "universal"},
+    }
     files = (
         ("metadata.json", json.dumps(metadata).encode() + b"\n", True),
         ("__init__.py", b"VALUE = 1\n", False),
     )
-    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(), custom_variants=((UNIVERSAL_VARIANT, files),)),)))
+    release = Release("1.0.0", variants=(), custom_variants=((UNIVERSAL_VARIANT, files),))
+    hub_env.add_repo(KernelRepo(repo_id, (release,)))
     project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"')
     first = run_kernels("lock", str(project))
     assert first.returncode == 0, first.stderr
