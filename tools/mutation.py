@@ -61,7 +61,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "resolver": ["tests/test_lock.py", "tests/test_pins.py", "tests/test_targets.py", "tests/test_resolver_choices.py"],
     "cache": ["tests/test_download_fs.py", "tests/test_verify.py", "tests/test_verify_cache_errors.py",
               "tests/test_cache_layout.py"],
-    "download": ["tests/test_download.py", "tests/test_download_fs.py"],
+    "download": ["tests/test_download.py", "tests/test_download_fs.py", "tests/test_download_choices.py"],
     # Not tests/test_loader.py nor tests/test_loader_api.py: under mutmut, mutmut's trampoline
     # is the caller they name and the frame their warnings point at.
     "loader": ["tests/test_loader_verified.py", "tests/test_loader_entry_points.py"],
