@@ -163,8 +163,9 @@ def test_hub_serving_other_bytes_is_refused_and_nothing_unverified_is_left(hub_e
     oid = content.lfs_sha256
     (built.path / ".git" / "lfs" / "objects" / oid[:2] / oid[2:4] / oid).write_bytes(b"\x7fELF evil" + content.data[9:])
 
-    # In a process of its own: in-process under mutation testing's load, the other
-    # variants' partial files were still there when the failure returned (to look into).
+    # In a process of its own: a failure returns at once, without waiting for the files
+    # still in flight (download_lock), and their partial files are gone only once they
+    # finish, which the end of the process waits for.
     result = kernels_process("download", str(project))
     assert result.returncode == 1
     assert "kernels-test/download-tampered torch213-cxx11-cpu-x86_64-linux" in result.stderr
