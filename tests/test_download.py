@@ -20,12 +20,19 @@ from tests.fixtures.builder import (
     KernelRepo,
     Release,
 )
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
 
 
-def kernels(*args: str, **env: str) -> subprocess.CompletedProcess:
+def kernels(*args: str, **env: str) -> CliResult:
+    """The command run in-process (tests/fixtures/cli.py), so mutation testing sees it."""
+    return run_kernels(*args, env=env)
+
+
+def kernels_process(*args: str, **env: str) -> subprocess.CompletedProcess:
+    """The installed command in a process of its own: for what only a real start-up shows."""
     return subprocess.run([KERNELS, *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
 
 
@@ -80,7 +87,7 @@ def imported_top_level(stderr: str) -> set[str]:
 def test_a_warm_download_asks_nothing_and_imports_no_hub_client_yet_rehashes(hub_env, proxy, locked_app) -> None:
     assert kernels("download", str(locked_app), HF_ENDPOINT=proxy.url).returncode == 0
     proxy.reset_counts()
-    warm = kernels("download", str(locked_app), HF_ENDPOINT=proxy.url, PYTHONPROFILEIMPORTTIME="1")
+    warm = kernels_process("download", str(locked_app), HF_ENDPOINT=proxy.url, PYTHONPROFILEIMPORTTIME="1")
     assert warm.returncode == 0, warm.stderr[-2000:]
     assert "3 variants present and verified (0 downloaded" in warm.stdout  # layer-norm, activation, flash
     assert proxy.total_requests() == 0
@@ -156,7 +163,10 @@ def test_hub_serving_other_bytes_is_refused_and_nothing_unverified_is_left(hub_e
     oid = content.lfs_sha256
     (built.path / ".git" / "lfs" / "objects" / oid[:2] / oid[2:4] / oid).write_bytes(b"\x7fELF evil" + content.data[9:])
 
-    result = kernels("download", str(project))
+    # In a process of its own: a failure returns at once, without waiting for the files
+    # still in flight (download_lock), and their partial files are gone only once they
+    # finish, which the end of the process waits for.
+    result = kernels_process("download", str(project))
     assert result.returncode == 1
     assert "kernels-test/download-tampered torch213-cxx11-cpu-x86_64-linux" in result.stderr
     assert f"Expected sha256 {oid}" in result.stderr and ".abi3.so does not match" in result.stderr

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,10 +9,8 @@ import pytest
 from kernel_deps import cache, get_locked_kernel
 from kernel_deps.errors import FileWriteError
 from tests.fixtures.builder import KernelRepo, Release
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
-
-KERNELS = str(Path(sys.executable).with_name("kernels"))
-
 
 @pytest.fixture
 def project(hub_env, tmp_path) -> Path:
@@ -25,12 +20,12 @@ def project(hub_env, tmp_path) -> Path:
     return write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', locked=True)
 
 
-def download(project: Path, cache_dir: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_CACHE": str(cache_dir)}
-    return subprocess.run([KERNELS, "download", str(project)], capture_output=True, text=True, env=env, timeout=120)
+def download(project: Path, cache_dir: Path) -> CliResult:
+    """`kernels download`, run in-process (tests/fixtures/cli.py) so mutation testing sees it."""
+    return run_kernels("download", str(project), env={"HF_HUB_CACHE": str(cache_dir)})
 
 
-def one_line(result: subprocess.CompletedProcess) -> str:
+def one_line(result: CliResult) -> str:
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()

@@ -1,0 +1,122 @@
+"""Which commit `kernels lock` chooses, the name it records, and what it says when it
+cannot choose: each against real repos on the local Hub, through the in-process command
+(tests/fixtures/cli.py) so that the resolver under test is the one that runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernel_deps.lockfile import read_lockfile
+from kernel_deps.locking import lock_project
+from tests.fixtures.builder import CPU_VARIANT, METAL_VARIANT, KernelRepo, Release
+from tests.fixtures.cli import run_kernels
+from tests.fixtures.projects import write_project
+
+FLASH = "kernels-test/flash"  # catalogue: vN branches only, no tags
+# Five releases of one major; the v1 branch and main point at the newest.
+STEPS = "kernels-test/choices-steps"
+# v1.0.0 and v1.1.0 build for CUDA 12.8; v1.2.0 dropped it for CUDA 13.0.
+DROPPED = "kernels-test/choices-dropped-cuda"
+CU128_TARGET = "torch213-cxx11-cu128-x86_64-linux"
+CU130_VARIANT = "torch213-cxx11-cu130-x86_64-linux"
+OLD_TORCH_TARGET = "torch212-cxx11-cu128-x86_64-linux"
+
+
+@pytest.fixture(scope="module")
+def repos(local_hub):
+    """This module's sample kernels, built into the session's Hub once."""
+    if STEPS not in local_hub.repos:
+        local_hub.add_repo(KernelRepo(STEPS, tuple(Release(f"1.{minor}.0") for minor in range(5))))
+        local_hub.add_repo(KernelRepo(DROPPED, (
+            Release("1.0.0"),
+            Release("1.1.0"),
+            Release("1.2.0", variants=(CU130_VARIANT, CPU_VARIANT, METAL_VARIANT)),
+        )))  # fmt: skip
+    return local_hub.repos
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [(">=1,<1.4", "1.3.0"), (">=1,<1.3", "1.2.0"), (">=1,<1.2", "1.1.0"), ("<1.1", "1.0.0")],
+)
+def test_a_range_below_the_newest_release_locks_the_newest_release_it_allows(
+    hub_env, repos, tmp_path, spec: str, expected: str
+) -> None:
+    # Only tags name these commits (the v1 branch is on 1.4.0): the version decides.
+    project = write_project(tmp_path / "app", f'"{STEPS}" = "{spec}"')
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    entry = read_lockfile(project / "kernels.lock").get(STEPS)
+    assert (entry.version, entry.sha) == (f"v{expected}", repos[STEPS].commits[expected])
+
+
+def test_a_commit_no_ref_points_at_is_locked_by_its_sha(hub_env, repos, tmp_path) -> None:
+    # flash's v1 branch moved on to 1.1.0: nothing names the 1.0.0 commit any more.
+    commit = repos[FLASH].commits["1.0.0"]
+    assert commit not in repos[FLASH].branches.values()
+    project = write_project(tmp_path / "app", f'"{FLASH}" = {{ revision = "{commit}" }}')
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    entry = read_lockfile(project / "kernels.lock").get(FLASH)
+    assert (entry.sha, entry.version) == (commit, None)
+
+
+def test_a_commit_on_a_branch_records_the_branch_name(hub_env, repos, tmp_path) -> None:
+    commit = repos[FLASH].commits["1.1.0"]  # the v1 branch, and no tag
+    project = write_project(tmp_path / "app", f'"{FLASH}" = {{ revision = "{commit}" }}')
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    entry = read_lockfile(project / "kernels.lock").get(FLASH)
+    assert (entry.sha, entry.version) == (commit, "v1")
+
+
+def test_a_relock_keeps_the_tag_name_it_recorded_when_a_second_tag_lands_on_the_commit(
+    hub_env, tmp_path
+) -> None:
+    repo_id = "kernels-test/choices-retagged"
+    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),)))
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1,<2"')
+    assert lock_project(project).lock.get(repo_id).version == "v1.0.0"
+    before = (project / "kernels.lock").read_bytes()
+
+    built.git("tag", "v1.0.1", built.commits["1.0.0"])  # upstream tags the same build again
+
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    assert "kernels.lock is up to date" in result.stdout
+    assert (project / "kernels.lock").read_bytes() == before
+
+
+def test_a_range_a_branch_only_repo_cannot_meet_lists_its_branches_and_no_tags(hub_env, repos, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{FLASH}" = ">=1"')
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 1
+    assert not (project / "kernels.lock").exists()
+    assert result.stderr.startswith("error: cannot find versions that satisfy every requirement:")
+    assert f"  versions of {FLASH}: none (branches v2, v1)\n" in result.stderr
+    assert "hint: relax one of these ranges in [tool.kernels.dependencies]" in result.stderr
+
+
+def test_an_unservable_target_names_each_version_its_missing_target_and_its_builds(
+    hub_env, repos, tmp_path
+) -> None:
+    extra = f'[tool.kernels]\ntargets = ["{CPU_VARIANT}", "{OLD_TORCH_TARGET}"]\n\n'
+    project = write_project(tmp_path / "app", f'"{DROPPED}" = ">=1,<2"', extra=extra)
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 1
+    assert not (project / "kernels.lock").exists()
+    commits = repos[DROPPED].commits
+    lines = result.stderr.splitlines()
+    assert lines[0] == (
+        f"error: no version of {DROPPED} allowed by {DROPPED} <2,>=1 (from project) "
+        "has a build for every deployment target:"
+    )
+    assert lines[1:4] == [
+        f"  v1.2.0 ({commits['1.2.0'][:12]}): no build for {OLD_TORCH_TARGET}; "
+        f"offers {CPU_VARIANT}, {CU130_VARIANT}, {METAL_VARIANT}",
+        f"  v1.1.0 ({commits['1.1.0'][:12]}): no build for {OLD_TORCH_TARGET}; "
+        f"offers {CPU_VARIANT}, {CU128_TARGET}, {METAL_VARIANT}",
+        f"  v1.0.0 ({commits['1.0.0'][:12]}): no build for {OLD_TORCH_TARGET}; "
+        f"offers {CPU_VARIANT}, {CU128_TARGET}, {METAL_VARIANT}",
+    ]
+    assert "[tool.kernels] targets" in lines[-1] and "kernels.lock was not changed" in lines[-1]
