@@ -103,3 +103,26 @@ def test_an_unknown_status_is_one_line_naming_the_file(hub_env, tmp_path) -> Non
         f"error: {repo_id}@{main[:12]}: kernel-status.toml: kind = 'retired': the only status kernel-deps (and the "
         f"Hugging Face library) knows is 'redirect'; ask the owners of {repo_id} to fix it, or pin a revision"
     ]
+
+
+def test_a_redirect_added_after_locking_moves_nothing_until_upgrade(moved, tmp_path) -> None:
+    """Pins hold while upstream moves: a repo that starts redirecting after the lock was made
+    keeps its locked commit until the user asks to upgrade it."""
+    later = "kernels-test/redirect-later"
+    built = moved.add_repo(KernelRepo(later, (Release("1.0.0"),)))
+    project = write_project(tmp_path / "app", f'"{later}" = 1\n')
+    first = lock_project(project)
+    before = (project / "kernels.lock").read_bytes()
+    assert first.lock.repo_ids == (later,)
+
+    add_status(built, f'kind = "redirect"\ndestination = "{NEW}"\n')  # upstream moved the repo
+
+    again = lock_project(project)
+    assert (again.written, again.changes, again.notes) == (False, [], [])
+    assert (project / "kernels.lock").read_bytes() == before
+    assert run_cli("lock", "--check", str(project)).returncode == 0
+
+    upgraded = lock_project(project, upgrade_packages=[later])
+    assert upgraded.lock.repo_ids == (NEW,)
+    assert upgraded.lock.get(NEW).redirected_from == (later,)
+    assert upgraded.notes == [f"{later} redirects to {NEW} (kernel-status.toml on its main branch); locked {NEW}"]

@@ -66,6 +66,8 @@ class KernelIndex:
         self._lock = threading.Lock()
         # Every repo found to redirect during this run, for the notes `kernels lock` prints.
         self.redirects_followed: dict[str, Redirect] = {}
+        # Repos whose prior pin holds: a redirect added upstream since does not move them.
+        self.held: frozenset[str] = frozenset()
         self._cache_root = cache.cache_root()
 
     def close(self, *, wait: bool = True) -> None:
@@ -159,9 +161,10 @@ class KernelIndex:
 
     def follow_redirects(self, requirements: Iterable[KernelRequirement]) -> list[KernelRequirement]:
         """``requirements`` with each repo that redirects replaced by its destination (one hop,
-        as the Hugging Face library follows them); the repos are asked concurrently."""
+        as the Hugging Face library follows them); the repos are asked concurrently. A repo
+        in ``held`` (pinned by the prior lock) is kept as it is and not asked."""
         requirements = list(requirements)
-        found = list(self._calls.map(lambda req: self.redirect(req.repo_id), requirements))
+        found = list(self._calls.map(lambda req: None if req.repo_id in self.held else self.redirect(req.repo_id), requirements))
         return [req if to is None else replace(req, repo_id=to.destination) for req, to in zip(requirements, found)]
 
     def _metadata_of(self, repo_id: str, commit: str, entry: TreeFile) -> dict:

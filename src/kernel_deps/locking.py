@@ -116,6 +116,7 @@ def lock_project(
 
     hub = hub or HubClient()
     with hub.operation(), KernelIndex(hub) as index:  # one time budget for the whole resolution
+        index.held = frozenset(pins)  # pins hold: a redirect added upstream moves them only on --upgrade
         followed = index.follow_redirects(requirements)
         redirected_from = _redirected_from(requirements, followed)
         resolution = resolve(followed, index, pins=pins, targets=targets)
