@@ -42,6 +42,16 @@ _QUIET_OPTION = click.option(
 )
 
 
+def _target_options(target_help: str, all_help: str):
+    """``--target NAME`` (repeatable) and ``--all-targets``, as download and verify take them."""
+
+    def decorate(command):
+        command = click.option("--all-targets", is_flag=True, help=all_help)(command)
+        return click.option("--target", "targets", multiple=True, metavar="NAME", help=target_help)(command)
+
+    return decorate
+
+
 def _quiet() -> bool:
     return bool(click.get_current_context().meta.get(_QUIET_META))
 
@@ -403,9 +413,10 @@ def _download_progress(quiet: bool, lines: bool = True):
 @click.option("--all-variants", is_flag=True, help="Download every locked variant, not just this machine's.")
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
               help="Download this variant (repeatable), e.g. to build an image for another machine.")
-@click.option("--target", "targets", multiple=True, metavar="NAME",
-              help="Download the build serving this deployment target (repeatable), e.g. torch213-cpu-aarch64-darwin.")
-@click.option("--all-targets", is_flag=True, help="Download the builds serving every target [tool.kernels] declares.")
+@_target_options(
+    "Download the build serving this deployment target (repeatable), e.g. torch213-cpu-aarch64-darwin.",
+    "Download the builds serving every target [tool.kernels] declares.",
+)
 @_JSON_OPTION
 @_QUIET_OPTION
 def download(
@@ -462,9 +473,10 @@ def download(
 @click.option("--online", is_flag=True,
               help="Also ask the Hub: do the locked commits still exist, do the locked tags and branches still point at them?")
 @click.option("--require-cached", is_flag=True, help="Also fail when this machine's variant of a kernel is not in the cache.")
-@click.option("--target", "targets", multiple=True, metavar="NAME",
-              help="Also fail when the build serving this deployment target is not in the cache (repeatable).")
-@click.option("--all-targets", is_flag=True, help="As --target, for every target [tool.kernels] targets declares.")
+@_target_options(
+    "Also fail when the build serving this deployment target is not in the cache (repeatable).",
+    "As --target, for every target [tool.kernels] targets declares.",
+)
 @_JSON_OPTION
 @_QUIET_OPTION
 def verify(
