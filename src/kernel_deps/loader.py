@@ -177,24 +177,26 @@ def load_kernel(
     repo_id: str, *, lockfile: str | os.PathLike[str] | None = None, backend: str | None = None
 ) -> ModuleType:
     """The locked kernel's module, from the cache only; never touches the network."""
-    system = system_for_backend(backend)
-    override = _override(repo_id, system)
-    if override is not None:
-        return override
-    source = find_lock(lockfile, caller=calling_module())
-    return _load(repo_id, source, allow_download=False, system=system)
+    return _load_locked(repo_id, lockfile, backend, allow_download=False)
 
 
 def get_locked_kernel(
     repo_id: str, *, lockfile: str | os.PathLike[str] | None = None, backend: str | None = None
 ) -> ModuleType:
     """The locked kernel's module, downloading the locked variant (verified) if absent."""
+    return _load_locked(repo_id, lockfile, backend, allow_download=True)
+
+
+def _load_locked(
+    repo_id: str, lockfile: str | os.PathLike[str] | None, backend: str | None, *, allow_download: bool
+) -> ModuleType:
+    """``load_kernel`` and ``get_locked_kernel``: a ``LOCAL_KERNELS`` override, else the lock's kernel."""
     system = system_for_backend(backend)
-    override = _override(repo_id, system)
+    override = _override(repo_id, system, stacklevel=4)  # the caller of load_kernel / get_locked_kernel
     if override is not None:
         return override
     source = find_lock(lockfile, caller=calling_module())
-    return _load(repo_id, source, allow_download=True, system=system)
+    return _load(repo_id, source, allow_download=allow_download, system=system)
 
 
 def get_kernel(
@@ -252,15 +254,17 @@ def get_local_kernel(
     return import_local_kernel(Path(repo_path), system, package_name=package_name, label=str(repo_path))
 
 
-def _override(repo_id: str, system: SystemInfo) -> ModuleType | None:
-    """The ``LOCAL_KERNELS`` build of ``repo_id``, imported with a warning; None when not overridden."""
+def _override(repo_id: str, system: SystemInfo, *, stacklevel: int = 3) -> ModuleType | None:
+    """The ``LOCAL_KERNELS`` build of ``repo_id``, imported with a warning; None when not overridden.
+
+    The warning points at the user's line: ``stacklevel`` frames above this one (3: the
+    caller of a public function that calls this directly)."""
     from kernel_deps.local_kernels import import_local_kernel, local_overrides
 
     path = local_overrides().get(repo_id)
     if path is None:
         return None
-    # Warn at the line that called load_kernel / get_kernel, two frames up.
-    return import_local_kernel(path, system, label=repo_id, warn_stacklevel=3)
+    return import_local_kernel(path, system, label=repo_id, warn_stacklevel=stacklevel)
 
 
 def _resolve_unlocked(repo_id: str, version: int | str | None, revision: str | None, function: str) -> tuple[Lockfile, "KernelRequirement"]:
