@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.peers import FULL_VERSIONS, env_with_peer
+from tests.fixtures.peers import FULL_VERSIONS, env_with_peer, peer_path
 
 BIN = Path(sys.executable).parent
 PEER_VERSIONS = ["0.16", "0.17"]
@@ -94,3 +94,14 @@ def test_help_beside_it_imports_none_of_it() -> None:
     assert result.returncode == 0 and "Hugging Face kernels 0.17.2" in result.stdout
     modules = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in result.stderr.splitlines() if line.startswith("import time:")}
     assert "kernel_deps" in modules and not modules & {"kernels", "huggingface_hub", "torch"}
+
+
+def test_a_hugging_face_install_that_cannot_start_is_one_line_not_a_traceback() -> None:
+    # kernels 0.17.2 installed without what its CLI imports at start (pip install --no-deps).
+    env = {**env_with_peer(None), "PYTHONPATH": str(peer_path("0.17"))}
+    result = subprocess.run([str(BIN / "kernels"), "info", "--help"], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "'kernels info' is not a kernel-deps command" in result.stderr
+    assert "Hugging Face kernels 0.17.2 command (kernels.cli:main" in result.stderr
+    assert "pip install --force-reinstall kernels==0.17.2" in result.stderr

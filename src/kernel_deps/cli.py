@@ -89,7 +89,7 @@ class _Group(click.Group):
             and not ctx.resilient_parsing
             and _delegates(ctx)
         ):
-            from kernel_deps.peer import INSTALL_HINT, find_peer_cli, run_peer_cli
+            from kernel_deps.peer import INSTALL_HINT, PeerCliBroken, find_peer_cli, run_peer_cli
 
             peer = find_peer_cli()
             if peer is None:
@@ -98,7 +98,10 @@ class _Group(click.Group):
                     f"which would run it, is not installed; install it with '{INSTALL_HINT}', "
                     "or see 'kernels --help' for kernel-deps' commands"
                 )
-            run_peer_cli(peer, list(args))
+            try:
+                run_peer_cli(peer, list(args))
+            except PeerCliBroken as exc:
+                raise UsageError(f"'kernels {name}' is not a kernel-deps command, and {exc}") from None
         return super().resolve_command(ctx, args)
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -31,6 +31,10 @@ INSTALL_HINT = "pip install kernels"
 _DIST_INFO = re.compile(r"^kernels-([^-]+)\.dist-info$", re.IGNORECASE)
 
 
+class PeerCliBroken(Exception):
+    """The installed Hugging Face ``kernels`` command cannot be imported (a broken or partial install)."""
+
+
 @dataclass(frozen=True, slots=True)
 class PeerCli:
     """The installed Hugging Face ``kernels`` distribution and its command."""
@@ -102,14 +106,20 @@ def run_peer_cli(peer: PeerCli, args: list[str]) -> NoReturn:
 
     Its arguments, output and exit code are its own: ``sys.argv`` is set as its script
     would have it, and whatever its ``main`` returns or raises ends the process as it
-    would end that script.
+    would end that script. :class:`PeerCliBroken` when its entry point cannot be imported.
     """
     module_name, _, attribute = peer.entry_point.partition(":")
+    try:
+        function = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            function = getattr(function, part)
+    except Exception as exc:  # noqa: BLE001 - a broken install is the user's to repair, not a traceback
+        raise PeerCliBroken(
+            f"the Hugging Face kernels {peer.version} command ({peer.entry_point}, in {peer.location}) cannot start: "
+            f"{type(exc).__name__}: {exc}; reinstall it with 'pip install --force-reinstall kernels=={peer.version}'"
+        ) from None
     sys.argv = [PEER_SCRIPT, *args]
-    function = importlib.import_module(module_name)
-    for part in attribute.split("."):
-        function = getattr(function, part)
     sys.exit(function())  # type: ignore[operator]
 
 
-__all__ = ["INSTALL_HINT", "PEER_DISTRIBUTION", "PeerCli", "find_peer_cli", "run_peer_cli"]
+__all__ = ["INSTALL_HINT", "PEER_DISTRIBUTION", "PeerCli", "PeerCliBroken", "find_peer_cli", "run_peer_cli"]
