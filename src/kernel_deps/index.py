@@ -56,7 +56,9 @@ class _Once:
 class KernelIndex:
     """Memoised, concurrent access to the refs, trees and dependencies of kernel repos."""
 
-    def __init__(self, hub: HubClient, *, max_workers: int = HUB_RESOLVE_WORKERS) -> None:
+    def __init__(
+        self, hub: HubClient, *, max_workers: int = HUB_RESOLVE_WORKERS, held: Iterable[str] = ()
+    ) -> None:
         self.hub = hub
         # Prefetch tasks may wait on Hub calls; Hub calls never wait on anything. Two pools
         # keep a full prefetch pool from starving the calls it waits for.
@@ -67,7 +69,7 @@ class KernelIndex:
         # Every repo found to redirect during this run, for the notes `kernels lock` prints.
         self.redirects_followed: dict[str, Redirect] = {}
         # Repos whose prior pin holds: a redirect added upstream since does not move them.
-        self.held: frozenset[str] = frozenset()
+        self.held = frozenset(held)
         self._cache_root = cache.cache_root()
 
     def close(self, *, wait: bool = True) -> None:

@@ -115,8 +115,9 @@ def lock_project(
     from kernel_deps.index import KernelIndex
 
     hub = hub or HubClient()
-    with hub.operation(), KernelIndex(hub) as index:  # one time budget for the whole resolution
-        index.held = frozenset(pins)  # pins hold: a redirect added upstream moves them only on --upgrade
+    # One time budget for the whole resolution. Pins hold: a redirect added upstream since
+    # the lock was made moves a pinned repo only once --upgrade releases its pin.
+    with hub.operation(), KernelIndex(hub, held=pins) as index:
         followed = index.follow_redirects(requirements)
         redirected_from = _redirected_from(requirements, followed)
         resolution = resolve(followed, index, pins=pins, targets=targets)
