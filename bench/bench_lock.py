@@ -11,6 +11,7 @@ fetching, N kernels should cost about as many round trips (wall time) as one.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -23,22 +24,24 @@ from tests.fixtures.faultproxy import FaultProxy
 from tests.fixtures.localhub import LocalHub
 
 
-def _project(root: Path, name: str, repos: list[str]) -> Path:
+def _project(root: Path, name: str, repos: list[str], targets: list[str] | None = None) -> Path:
     project = root / name
     project.mkdir()
+    table = "" if targets is None else f"[tool.kernels]\ntargets = {json.dumps(targets)}\n\n"
     deps = "\n".join(f'"{r}" = ">=1,<2"' for r in repos)
-    (project / "pyproject.toml").write_text(f"[tool.kernels.dependencies]\n{deps}\n")
+    (project / "pyproject.toml").write_text(f"{table}[tool.kernels.dependencies]\n{deps}\n")
     return project
 
 
-def _timed_lock(project: Path, endpoint: str, proxy: FaultProxy) -> tuple[float, int]:
-    # An empty cache for each lock: a lock keeps the metadata.json it reads there, and
-    # this measures the first lock, which reads them all.
-    os.environ["HF_HUB_CACHE"] = str(project / "hf-cache")
+def _timed_lock(project: Path, endpoint: str, proxy: FaultProxy) -> tuple[float, int, list[str]]:
+    """Seconds and requests of locking ``project`` from scratch, and the lock's notes."""
+    # A cache of its own per project: a lock keeps the metadata.json it reads in the
+    # cache, which would spare later locks those requests.
+    os.environ["HF_HUB_CACHE"] = str(project.parent / f"cache-{project.name}")
     proxy.reset_counts()
     start = time.perf_counter()
-    lock_project(project, hub=HubClient(endpoint=endpoint))
-    return time.perf_counter() - start, proxy.total_requests()
+    outcome = lock_project(project, hub=HubClient(endpoint=endpoint))
+    return time.perf_counter() - start, proxy.total_requests(), outcome.notes
 
 
 def main() -> None:
@@ -59,8 +62,8 @@ def main() -> None:
         with LocalHub(mirrors, root / "olah") as hub, FaultProxy(hub.url) as proxy:
             proxy.latency = args.latency
             _timed_lock(_project(root, "warmup", names[:1]), proxy.url, proxy)
-            one, one_requests = _timed_lock(_project(root, "one", names[:1]), proxy.url, proxy)
-            many, many_requests = _timed_lock(_project(root, "many", names), proxy.url, proxy)
+            one, one_requests, _ = _timed_lock(_project(root, "one", names[:1]), proxy.url, proxy)
+            many, many_requests, _ = _timed_lock(_project(root, "many", names), proxy.url, proxy)
 
     print(f"latency per request: {args.latency * 1000:.0f} ms")
     print(f"lock 1 kernel (+1 dependency):   {one:6.2f} s  {one_requests:4d} requests")

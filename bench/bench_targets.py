@@ -12,38 +12,16 @@ back a release (each passed-over release costs a tree listing).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
-import time
 from pathlib import Path
 
-from kernel_deps.hub import HubClient
-from kernel_deps.locking import lock_project
+from bench.bench_lock import _project, _timed_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release, build_repo
 from tests.fixtures.faultproxy import FaultProxy
 from tests.fixtures.localhub import LocalHub
 
 CU130_VARIANT = "torch213-cxx11-cu130-x86_64-linux"
-
-
-def _project(root: Path, name: str, repos: list[str], targets: list[str] | None) -> Path:
-    project = root / name
-    project.mkdir()
-    table = "" if targets is None else f"[tool.kernels]\ntargets = {json.dumps(targets)}\n\n"
-    deps = "\n".join(f'"{r}" = ">=1,<2"' for r in repos)
-    (project / "pyproject.toml").write_text(f"{table}[tool.kernels.dependencies]\n{deps}\n")
-    return project
-
-
-def _timed_lock(project: Path, endpoint: str, proxy: FaultProxy) -> tuple[float, int, list[str]]:
-    # A cache of its own per case: a lock keeps the metadata.json it reads in the cache,
-    # which would spare the later cases those requests.
-    os.environ["HF_HUB_CACHE"] = str(project.parent / f"cache-{project.name}")
-    proxy.reset_counts()
-    start = time.perf_counter()
-    outcome = lock_project(project, hub=HubClient(endpoint=endpoint))
-    return time.perf_counter() - start, proxy.total_requests(), outcome.notes
 
 
 def main() -> None:
