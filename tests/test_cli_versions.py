@@ -10,15 +10,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.localhub import free_port
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
 KERNEL_DEPS = str(Path(sys.executable).with_name("kernel-deps"))
 
 
-def run(*args: str, endpoint: str, exe: str = KERNELS, **env: str) -> subprocess.CompletedProcess:
+def run(*args: str, endpoint: str, **env: str) -> CliResult:
+    return run_kernels(*args, env={"HF_HUB_OFFLINE": None, "HF_ENDPOINT": endpoint, "HF_HUB_DISABLE_TELEMETRY": "1", **env})
+
+
+def run_installed(exe: str, *args: str, endpoint: str) -> subprocess.CompletedProcess:
+    """The installed console script, in a process of its own."""
     base = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-    full_env = {**base, "HF_ENDPOINT": endpoint, "HF_HUB_DISABLE_TELEMETRY": "1", **env}
+    full_env = {**base, "HF_ENDPOINT": endpoint, "HF_HUB_DISABLE_TELEMETRY": "1"}
     return subprocess.run([exe, *args], capture_output=True, text=True, env=full_env, timeout=120)
 
 
@@ -37,7 +43,7 @@ def test_versions_newest_first(hub_env) -> None:
 def test_versions_json_and_both_command_names(hub_env) -> None:
     built = hub_env.repos["kernels-test/flash"]
     for exe in (KERNELS, KERNEL_DEPS):
-        result = run("versions", "kernels-test/flash", "--json", endpoint=hub_env.url, exe=exe)
+        result = run_installed(exe, "versions", "kernels-test/flash", "--json", endpoint=hub_env.url)
         assert result.returncode == 0, result.stderr
         payload = json.loads(result.stdout)
         assert payload["repo_type"] == "kernel"

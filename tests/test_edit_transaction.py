@@ -2,7 +2,8 @@
 
 A kill at any moment, during resolution over a slow Hub or while the files are replaced,
 leaves both files old or both new once the next command has read the project; links to
-pyproject.toml are written through to the file they point at.
+pyproject.toml are written through to the file they point at. Only the killed commands run
+in a process of their own; the others run in-process (tests/fixtures/cli.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 from kernel_deps.locking import edit_and_relock
 from kernel_deps.settings import EDIT_JOURNAL_NAME
 from kernel_deps.pyproject import add_requirement, read_requirements
+from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
@@ -40,7 +42,7 @@ def test_a_killed_add_leaves_both_files_old_or_both_new(hub_env, proxy, tmp_path
     project = make_project(tmp_path / "template")
     old = state(project)
     done = shutil.copytree(project, tmp_path / "reference")
-    assert subprocess.run([KERNELS, "add", f"{ADDED}>=1,<2", str(done)], capture_output=True).returncode == 0
+    assert run_kernels("add", f"{ADDED}>=1,<2", str(done)).returncode == 0
     new = state(done)
     assert new != old
 
@@ -74,7 +76,7 @@ def test_a_change_committed_but_not_applied_is_finished_by_the_next_reader(hub_e
     (project / "kernels.lock").write_bytes(new[1])
     (project / EDIT_JOURNAL_NAME).write_text(json.dumps(journal))
 
-    check = subprocess.run([KERNELS, "lock", "--check", str(project)], capture_output=True, text=True)
+    check = run_kernels("lock", "--check", str(project))
     assert check.returncode == 0, check.stderr
     assert state(project) == new and not (project / EDIT_JOURNAL_NAME).exists()
 
@@ -83,7 +85,7 @@ def test_an_unreadable_journal_is_one_line_and_changes_nothing(hub_env, tmp_path
     project = make_project(tmp_path)
     old = state(project)
     (project / EDIT_JOURNAL_NAME).write_text("{not json")
-    result = subprocess.run([KERNELS, "verify", str(project)], capture_output=True, text=True)
+    result = run_kernels("verify", str(project))
     assert result.returncode == 1 and result.stderr.count("\n") == 1
     assert "an unfinished edit of pyproject.toml and kernels.lock cannot be read" in result.stderr
     assert state(project) == old
@@ -95,7 +97,7 @@ def test_a_journal_naming_a_file_elsewhere_writes_nothing(hub_env, tmp_path, nam
     project = make_project(tmp_path)
     old = state(project)
     (project / EDIT_JOURNAL_NAME).write_text(json.dumps({"files": [{"name": name, "text": "planted"}]}))
-    result = subprocess.run([KERNELS, "verify", str(project)], capture_output=True, text=True)
+    result = run_kernels("verify", str(project))
     assert result.returncode == 1 and "is not a file name beside the journal" in result.stderr
     assert state(project) == old
     assert not (tmp_path / "outside.txt").exists() and not Path("/tmp/kernel-deps-journal-target").exists()
@@ -106,16 +108,16 @@ def test_add_and_remove_write_through_a_symlinked_pyproject(hub_env, tmp_path) -
     real = tmp_path / "shared-pyproject.toml"
     (project / "pyproject.toml").rename(real)
     (project / "pyproject.toml").symlink_to(real)
-    assert subprocess.run([KERNELS, "add", f"{ADDED}>=1,<2", str(project)], capture_output=True).returncode == 0
+    assert run_kernels("add", f"{ADDED}>=1,<2", str(project)).returncode == 0
     assert (project / "pyproject.toml").is_symlink()
     assert ADDED in real.read_text()
     assert {r.repo_id for r in read_requirements(project)} == {ROTARY, ADDED}
     # A failed add (no such kernel) leaves the link and its target as they were.
     before = real.read_bytes()
-    failed = subprocess.run([KERNELS, "add", "kernels-test/no-such-kernel>=1", str(project)], capture_output=True)
+    failed = run_kernels("add", "kernels-test/no-such-kernel>=1", str(project))
     assert failed.returncode == 1
     assert (project / "pyproject.toml").is_symlink() and real.read_bytes() == before
-    assert subprocess.run([KERNELS, "remove", ADDED, str(project)], capture_output=True).returncode == 0
+    assert run_kernels("remove", ADDED, str(project)).returncode == 0
     assert (project / "pyproject.toml").is_symlink() and ADDED not in real.read_text()
 
 
@@ -123,6 +125,6 @@ def test_add_writes_through_a_hard_linked_pyproject(hub_env, tmp_path) -> None:
     project = make_project(tmp_path)
     other = tmp_path / "other-name.toml"
     os.link(project / "pyproject.toml", other)
-    assert subprocess.run([KERNELS, "add", f"{ADDED}>=1,<2", str(project)], capture_output=True).returncode == 0
+    assert run_kernels("add", f"{ADDED}>=1,<2", str(project)).returncode == 0
     assert os.stat(other).st_ino == os.stat(project / "pyproject.toml").st_ino
     assert ADDED in other.read_text()

@@ -18,10 +18,10 @@ from kernel_deps.compat import to_kernels017
 from kernel_deps.lockfile import read_lockfile
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import KernelRepo, Release
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.peers import env_with_peer
 from tests.fixtures.projects import write_project
 
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 BASE = "kernels-test/export-base"
 TOP = "kernels-test/export-top"
 
@@ -35,8 +35,8 @@ def run_peer(version: str, code: str, *args: str) -> object:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([KERNELS, *args], capture_output=True, text=True, timeout=300)
+def cli(*args: str) -> CliResult:
+    return run_kernels(*args)
 
 
 @pytest.fixture

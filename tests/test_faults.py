@@ -18,6 +18,7 @@ from kernel_deps.errors import HubUnavailableError
 from kernel_deps.hub import HubClient
 from kernel_deps.lockfile import read_lockfile
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
+from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
@@ -102,14 +103,14 @@ def test_sigkill_at_twenty_moments_loses_nothing(hub_env, proxy, tmp_path) -> No
         if i % 4 == 0:  # now and then start from an empty cache again
             subprocess.run(["rm", "-rf", str(root)], check=True)
         kill_download_at(project, env, delay)
-        verify = subprocess.run([KERNELS, "verify", str(project)], env=env, capture_output=True, text=True)
+        verify = run_kernels("verify", str(project), env={"HF_ENDPOINT": proxy.url})
         assert verify.returncode == 0, f"after a kill at {delay:.2f}s:\n{verify.stdout}{verify.stderr}"
         for folder in snapshot_entries(root):
             assert folder.name in {CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT}
-    rerun = subprocess.run([KERNELS, "download", "--all-variants", str(project)], env=env, capture_output=True, text=True)
+    rerun = run_kernels("download", "--all-variants", str(project), env={"HF_ENDPOINT": proxy.url})
     assert rerun.returncode == 0, rerun.stderr
     assert all_verified(project)
-    final = subprocess.run([KERNELS, "verify", "--require-cached", str(project)], env=env, capture_output=True, text=True)
+    final = run_kernels("verify", "--require-cached", str(project), env={"HF_ENDPOINT": proxy.url})
     assert final.returncode == 0, final.stdout
 
 

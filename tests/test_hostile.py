@@ -4,9 +4,7 @@ outside the cache, never executed."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -20,9 +18,9 @@ from kernel_deps.errors import HubError, InvalidKernelMetadataError
 from kernel_deps.lockfile import read_lockfile
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import CPU_VARIANT, BuiltRepo, KernelRepo, Release
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 
 
 def add_hostile_entry(built: BuiltRepo, version: str, variant: str, entry_path: list[str], data: bytes) -> str:
@@ -58,7 +56,7 @@ def test_a_backslash_path_is_refused_and_nothing_is_written(hub_env, tmp_path) -
     built = hub_env.add_repo(KernelRepo("kernels-test/hostile-backslash", (Release("1.0.0", variants=(CPU_VARIANT,)),)))
     commit = add_hostile_entry(built, "1.1.0", CPU_VARIANT, ["..\\..\\evil.py"], b"import os; os.system('touch /tmp/owned')\n")
     fresh = write_project(tmp_path / "fresh", '"kernels-test/hostile-backslash" = "==1.1.0"')
-    result = subprocess.run([KERNELS, "lock", str(fresh)], capture_output=True, text=True)
+    result = run_kernels("lock", str(fresh))
     assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
     assert "the repo lists an unsafe path" in result.stderr and "evil.py" in result.stderr
     assert not (fresh / "kernels.lock").exists()  # never locked, so never downloaded
@@ -67,7 +65,7 @@ def test_a_backslash_path_is_refused_and_nothing_is_written(hub_env, tmp_path) -
     entries = json.loads((app / "kernels.lock").read_text())
     entries[0]["sha"] = commit
     (app / "kernels.lock").write_text(json.dumps(entries))
-    result = subprocess.run([KERNELS, "download", str(app)], capture_output=True, text=True)
+    result = run_kernels("download", str(app))
     assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
     assert "the repo lists an unsafe path" in result.stderr and "evil.py" in result.stderr
     root = cache.cache_root()
@@ -110,7 +108,7 @@ def test_a_folder_that_is_not_a_variant_name_is_never_locked(hub_env, tmp_path) 
     app = write_project(tmp_path / "app", '"kernels-test/hostile-variant" = ">=1"')
     lock = lock_project(app).lock
     assert set(lock.get("kernels-test/hostile-variant").variants) == {CPU_VARIANT}
-    result = subprocess.run([KERNELS, "download", "--all-variants", str(app)], capture_output=True, text=True)
+    result = run_kernels("download", "--all-variants", str(app))
     assert result.returncode == 0, result.stderr
     assert not list(cache.cache_root().rglob("*rm -rf*"))
 
@@ -131,7 +129,7 @@ def test_bad_metadata_fails_the_lock_clearly(hub_env, tmp_path, name, metadata, 
     with pytest.raises(error, match=message.replace(".", r"\.").replace("[", r"\[")):
         lock_project(app)
     assert not (app / "kernels.lock").exists()
-    result = subprocess.run([KERNELS, "lock", str(app)], capture_output=True, text=True)
+    result = run_kernels("lock", str(app))
     assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
 
@@ -169,7 +167,7 @@ def test_an_edited_lock_hash_is_refused_before_any_download(hub_env, tmp_path) -
     entries = json.loads((app / "kernels.lock").read_text())
     entries[0]["variants"][CPU_VARIANT]["hash"] = "sha256-" + "0" * 64
     (app / "kernels.lock").write_text(json.dumps(entries, indent=2) + "\n")
-    result = subprocess.run([KERNELS, "download", str(app)], capture_output=True, text=True)
+    result = run_kernels("download", str(app))
     assert result.returncode == 1
     assert "the Hub serves different content" in result.stderr and "sha256-" + "0" * 64 in result.stderr
     assert not list(cache.cache_root().glob("*/snapshots/*/build/*"))
@@ -191,7 +189,7 @@ def test_a_hostile_lock_is_bad_input(hub_env, tmp_path, mutate, message) -> None
     (app / "kernels.lock").write_text(json.dumps(mutate(entries)))
     before = files_of(app)
     for command in (["download"], ["verify"], ["lock"]):
-        result = subprocess.run([KERNELS, *command, str(app)], capture_output=True, text=True)
+        result = run_kernels(*command, str(app))
         assert result.returncode == 2, (command, result.stderr)
         assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert files_of(app) == before
@@ -207,7 +205,7 @@ def test_a_pyproject_table_of_the_wrong_type_is_bad_input(tmp_path, table) -> No
     app.mkdir()
     (app / "pyproject.toml").write_text(table + "\n")
     before = files_of(app)
-    result = subprocess.run([KERNELS, "lock", str(app)], capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    result = run_kernels("lock", str(app), env={"HF_HUB_OFFLINE": "1"})
     assert result.returncode == 2
     assert "pyproject.toml" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert files_of(app) == before
@@ -217,8 +215,7 @@ def test_a_pyproject_table_of_the_wrong_type_is_bad_input(tmp_path, table) -> No
 def test_an_offline_flag_that_is_neither_on_nor_off_is_bad_input(hub_env, tmp_path, value) -> None:
     """HF_HUB_OFFLINE is parsed like every other on/off variable: a typo is not 'online'."""
     app = write_project(tmp_path / "app", '"kernels-community/activation" = ">=1,<2"')
-    env = {**os.environ, "HF_HUB_OFFLINE": value}
-    result = subprocess.run([KERNELS, "lock", str(app)], capture_output=True, text=True, env=env, timeout=60)
+    result = run_kernels("lock", str(app), env={"HF_HUB_OFFLINE": value})
     assert result.returncode == 2
     assert result.stderr.strip() == f"error: HF_HUB_OFFLINE={value!r}: expected 1 or 0 (also true/false, yes/no, on/off)"
     assert not (app / "kernels.lock").exists()
@@ -249,12 +246,11 @@ HOSTILE_LISTINGS = {
 }
 
 
-def _run(args: list[str], endpoint: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_ENDPOINT": endpoint}
-    return subprocess.run([KERNELS, *args], capture_output=True, text=True, env=env, timeout=120)
+def _run(args: list[str], endpoint: str) -> CliResult:
+    return run_kernels(*args, env={"HF_ENDPOINT": endpoint})
 
 
-def _one_line_naming(result: subprocess.CompletedProcess, repo_id: str, shown: str) -> None:
+def _one_line_naming(result: CliResult, repo_id: str, shown: str) -> None:
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert repo_id in result.stderr and shown in result.stderr, result.stderr

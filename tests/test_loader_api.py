@@ -6,8 +6,6 @@ Every Hub call goes to the local olah Hub over real HTTP; local builds are real 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -19,9 +17,9 @@ from kernel_deps.download import download_project
 from kernel_deps.errors import UsageError
 from kernel_deps.local_kernels import LocalKernelError, LocalKernelWarning
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
+from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
 
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 
 
 # -- get_kernel: the Hugging Face argument forms ---------------------------------------------
@@ -161,20 +159,16 @@ def test_a_malformed_local_kernels_is_one_line_naming_it(tmp_path, monkeypatch, 
         load_kernel("kernels-test/x", lockfile=tmp_path / "kernels.lock")
     assert info.value.message.startswith(f"LOCAL_KERNELS: invalid entry {value.split(':')[0]!r}: {problem}; ")
     project = write_project(tmp_path / "app", {})
-    result = subprocess.run([KERNELS, "verify", str(project)], capture_output=True, text=True)
+    result = run_kernels("verify", str(project))
     assert result.returncode == 2 and result.stderr.startswith("error: LOCAL_KERNELS: invalid entry")
     assert len(result.stderr.splitlines()) == 1
 
 
 def test_kernels_verify_fails_while_local_kernels_is_set(hub_env, tmp_path) -> None:
-    import os
-
     repo_id = "kernels-test/rotary"
     project = write_project(tmp_path / "app", {repo_id: ">=1,<2"}, locked=True)
-    env = {k: v for k, v in os.environ.items() if k != "LOCAL_KERNELS"}
-    assert subprocess.run([KERNELS, "verify", str(project)], env=env, capture_output=True).returncode == 0
-    env["LOCAL_KERNELS"] = f"{repo_id}={tmp_path / 'dev'}"
-    result = subprocess.run([KERNELS, "verify", str(project)], env=env, capture_output=True, text=True)
+    assert run_kernels("verify", str(project), env={"LOCAL_KERNELS": None}).returncode == 0
+    result = run_kernels("verify", str(project), env={"LOCAL_KERNELS": f"{repo_id}={tmp_path / 'dev'}"})
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == (
         f"LOCAL_KERNELS is set ({repo_id} -> {tmp_path / 'dev'}): loads of those kernels use the local builds "

@@ -1,7 +1,9 @@
 """What scripts and CI read: --json against docs/schemas/, -q/--quiet, terminals and NO_COLOR.
 
-Every command runs as a real process against the local Hub; its JSON is validated
-against the schema file the docs publish.
+Every command runs against the local Hub and its JSON is validated against the schema
+file the docs publish. The JSON and -q checks run the command in-process
+(tests/fixtures/cli.py); what depends on the output being a terminal or a pipe (the
+progress bar, colour) runs it as a real process, on a pseudo-terminal or piped.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kernel_deps import cache
 from kernel_deps.cli import main as cli_main
 from kernel_deps.lockfile import read_lockfile
 from tests.fixtures.builder import CPU_VARIANT
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
@@ -30,7 +33,12 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 DEPS = '"kernels-test/layer-norm" = ">=0.2"\n"kernels-test/flash" = 1'
 
 
-def kernels(*args: str, **env: str) -> subprocess.CompletedProcess:
+def kernels(*args: str, **env: str) -> CliResult:
+    return run_kernels(*args, env={"NO_COLOR": None, "HF_HUB_OFFLINE": None, **env})
+
+
+def piped(*args: str, **env: str) -> subprocess.CompletedProcess:
+    """A real process with its output piped: whether to colour or draw a bar is decided there."""
     full = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "HF_HUB_OFFLINE")}
     return subprocess.run([KERNELS, *args], capture_output=True, text=True, env={**full, **env}, timeout=300)
 
@@ -61,7 +69,7 @@ def on_terminal(*args: str, stdout_piped: bool = False, **env: str) -> tuple[int
     return process.wait(timeout=300), shown
 
 
-def validated(result: subprocess.CompletedProcess, schema: str) -> dict:
+def validated(result: CliResult | subprocess.CompletedProcess, schema: str) -> dict:
     """The command's stdout, parsed and valid against docs/schemas/<schema>.schema.json."""
     payload = json.loads(result.stdout)
     errors = sorted(Draft202012Validator(load_schema(schema)).iter_errors(payload), key=str)
@@ -250,10 +258,10 @@ def test_progress_bar_only_on_a_terminal(hub_env, project, tmp_path) -> None:
     assert "kernels: " in shown and "B/s" in shown  # the byte counter, cleared when done
     assert f"kernels-test/flash {CPU_VARIANT}: downloaded" in shown
 
-    piped = kernels("download", str(project), HF_HUB_CACHE=str(tmp_path / "other-cache"))
-    assert piped.returncode == 0
-    assert "B/s" not in piped.stdout + piped.stderr and "\r" not in piped.stdout + piped.stderr
-    assert f"kernels-test/flash {CPU_VARIANT}: downloaded" in piped.stdout
+    plain = piped("download", str(project), HF_HUB_CACHE=str(tmp_path / "other-cache"))
+    assert plain.returncode == 0
+    assert "B/s" not in plain.stdout + plain.stderr and "\r" not in plain.stdout + plain.stderr
+    assert f"kernels-test/flash {CPU_VARIANT}: downloaded" in plain.stdout
 
     quiet_status, quiet_shown = on_terminal("download", "-q", str(project), HF_HUB_CACHE=str(tmp_path / "third-cache"))
     assert (quiet_status, quiet_shown) == (0, "")
@@ -272,5 +280,5 @@ def test_colour_on_a_terminal_unless_no_color(hub_env, tmp_path) -> None:
     assert status == 2 and "\x1b[" in coloured and "no pyproject.toml" in coloured
     status, plain = on_terminal("verify", missing, NO_COLOR="1")
     assert status == 2 and plain.replace("\r\n", "\n") == f"error: no pyproject.toml in {missing}\n"
-    piped = kernels("verify", missing)
-    assert "\x1b[" not in piped.stderr and piped.stderr == f"error: no pyproject.toml in {missing}\n"
+    to_pipe = piped("verify", missing)
+    assert "\x1b[" not in to_pipe.stderr and to_pipe.stderr == f"error: no pyproject.toml in {missing}\n"

@@ -6,10 +6,6 @@ The repos are real git repositories served by the local olah Hub.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from kernel_deps import load_kernel
@@ -18,9 +14,9 @@ from kernel_deps.lockfile import read_lockfile
 from kernel_deps.locking import lock_project
 from kernel_deps.verify import verify_project
 from tests.fixtures.builder import BuiltRepo, KernelRepo, Release
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 OLD, NEW = "kernels-test/redirect-old", "kernels-test/redirect-new"
 PARENT = "kernels-test/redirect-parent"
 
@@ -46,8 +42,8 @@ def moved(hub_env):
     return hub_env
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([KERNELS, *args], capture_output=True, text=True, timeout=300)
+def run_cli(*args: str) -> CliResult:
+    return run_kernels(*args)
 
 
 def test_a_redirecting_repo_is_locked_at_its_destination_with_a_note(moved, tmp_path) -> None:

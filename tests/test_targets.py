@@ -4,9 +4,6 @@ and checks, with sample kernels whose newer release dropped a CUDA build."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,9 +12,9 @@ from kernel_deps import cache
 from kernel_deps.lockfile import read_lockfile
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 
 CU130_VARIANT = "torch213-cxx11-cu130-x86_64-linux"
 OLD_TORCH_TARGET = "torch212-cxx11-cu128-x86_64-linux"
@@ -28,8 +25,8 @@ USES_DROPPED = "kernels-test/targets-uses-dropped"
 UNIVERSAL = "kernels-test/norm-universal"
 
 
-def kernels(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([KERNELS, *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+def kernels(*args: str, **env: str) -> CliResult:
+    return run_kernels(*args, env=env)
 
 
 @pytest.fixture(scope="module")

@@ -4,23 +4,20 @@ declared target and this machine, read from the lock without the network."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from kernel_deps.lockfile import read_lockfile
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, STABLE_ABI_VARIANT, UNIVERSAL_VARIANT
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 ACTIVATION, LAYER_NORM, UNIVERSAL = "kernels-test/activation", "kernels-test/layer-norm", "kernels-test/norm-universal"
 ROCM_TARGET = "torch213-cxx11-rocm71-x86_64-linux"
 
 
-def kernels(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([KERNELS, *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+def kernels(*args: str, **env: str) -> CliResult:
+    return run_kernels(*args, env=env)
 
 
 def locked_project(tmp_path: Path, deps: str, targets: list[str]) -> Path:
