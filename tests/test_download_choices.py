@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 
 from kernel_deps import cache
+from kernel_deps.download import download_project
+from kernel_deps.errors import KernelCacheReadError
 from kernel_deps.lockfile import read_lockfile
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
+from tests.fixtures.unprivileged import where_modes_apply
 
 REPO_ID = "kernels-test/download-choices"
 
@@ -87,3 +90,25 @@ def test_a_full_size_partial_file_with_other_bytes_is_fetched_again(hub_env, pro
     assert cache.blob_path(repo, content.lfs_sha256).read_bytes() == content.data
     assert not partial.exists()
     assert run_kernels("verify", str(project), "--require-cached").returncode == 0
+
+
+def test_an_unreadable_cached_file_is_a_cache_read_error_naming_it(project) -> None:
+    """What is already cached is read before anything is fetched: a file there that cannot be
+    read is KernelCacheReadError (not a write failure) for a library caller, one line for
+    the command, and nothing is fetched over it."""
+    assert run_kernels("download", str(project)).returncode == 0
+    sha = read_lockfile(project / "kernels.lock").get(REPO_ID).sha
+    cached = cache.variant_dir(cache.find_repo_dir(REPO_ID), sha, CPU_VARIANT) / "__init__.py"
+    blob = cached.resolve()
+    before = blob.read_bytes()
+    blob.chmod(0)
+    try:
+        with pytest.raises(KernelCacheReadError) as info:
+            where_modes_apply(download_project, project)
+        result = where_modes_apply(run_kernels, "download", str(project))
+    finally:
+        blob.chmod(0o644)
+    assert info.value.message.startswith(f"{REPO_ID} {CPU_VARIANT}: cannot read {cached} (Permission denied); ")
+    assert result.returncode == info.value.exit_code and result.stdout == ""
+    assert result.stderr == f"error: {info.value.message}\n"
+    assert blob.read_bytes() == before

@@ -1,44 +1,32 @@
 """`kernels verify` when a cached file cannot be read: one line naming the variant, once.
 
-The command runs in a process that file modes apply to: as root, without the capabilities
-that let root read any file (``setpriv`` drops them), so the test runs as root too. The
-process imports the same ``kernel_deps`` as the test.
+The command runs in-process in a thread that file modes apply to (as root, without the
+capabilities that let root read any file: tests/fixtures/unprivileged.py), so mutation
+testing sees what these tests check.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-import kernel_deps
 from kernel_deps import cache
 from kernel_deps.download import download_project
 from kernel_deps.lockfile import read_lockfile
 from kernel_deps.system import detect_system
 from kernel_deps.variants import select_variant
 from kernel_deps.verify import verify_project
+from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
+from tests.fixtures.unprivileged import where_modes_apply
 
 ROTARY = "kernels-test/rotary"
-NO_READ_ANY_FILE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search"]
-RUN_CLI = "import sys; from kernel_deps.entry import main; sys.argv[0] = 'kernels'; main()"
 
 
-def run_where_modes_apply(*args: str) -> subprocess.CompletedProcess:
-    """``kernels ARGS`` in a process that cannot read a file whose mode forbids it."""
-    if os.geteuid() == 0 and shutil.which("setpriv") is None:
-        pytest.skip("as root, needs setpriv (util-linux) to drop the capability to read any file")
-    prefix = NO_READ_ANY_FILE if os.geteuid() == 0 else []
-    source = str(Path(kernel_deps.__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([*prefix, sys.executable, "-c", RUN_CLI, *args], capture_output=True, text=True, env=env,
-                          timeout=120)  # fmt: skip
+def run_where_modes_apply(*args: str) -> CliResult:
+    """``kernels ARGS`` where a file whose mode forbids reading it cannot be read."""
+    return where_modes_apply(run_kernels, *args)
 
 
 @pytest.fixture
@@ -56,7 +44,7 @@ def unreadable_variant(hub_env, tmp_path):
     blob.chmod(0o644)
 
 
-def unreadable_problems(result: subprocess.CompletedProcess, variant: str) -> list[dict]:
+def unreadable_problems(result: CliResult, variant: str) -> list[dict]:
     assert result.returncode == 1, result.stdout + result.stderr
     problems = json.loads(result.stdout)["problems"]
     assert [(p["kind"], p["repo_id"], p["variant"]) for p in problems] == [("unreadable", ROTARY, variant)]

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import shutil
 
+from kernel_deps import cache
+from kernel_deps.download import download_project
+from kernel_deps.lockfile import read_lockfile
 from kernel_deps.system import detect_system
 from kernel_deps.variants import select_variant
 from kernel_deps.verify import verify_project
@@ -125,3 +128,43 @@ def test_a_target_the_lock_has_no_build_for_lists_what_it_has(hub_env, tmp_path)
     assert fields(problem) == ("no-variant", repo_id, None, None, CPU_VARIANT, None)
     assert problem.message == (f"{repo_id}: kernels.lock has no variant for the target {CPU_VARIANT}; "
                                f"locked: {CUDA_VARIANT}, {METAL_VARIANT}")  # fmt: skip
+
+
+def test_a_cache_root_given_to_verify_is_where_every_check_looks(hub_env, tmp_path, monkeypatch) -> None:
+    """verify_project(cache_root=...) checks that cache alone: what is in it, what it lacks
+    and the folders the messages name; the default cache (empty here) plays no part."""
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv("KERNELS_CACHE", str(elsewhere))
+    download_project(project)
+    monkeypatch.delenv("KERNELS_CACHE")
+    entry = read_lockfile(project / "kernels.lock").get(ROTARY)
+    build = cache.variant_dir(cache.repo_dir(ROTARY, root=elsewhere), entry.sha, CPU_VARIANT).parent
+    stray = build / "torch-stray"
+    stray.mkdir()
+    (stray / "__init__.py").write_text("")
+
+    (problem,) = verify_project(project, require_cached=True, cache_root=elsewhere).problems
+    assert fields(problem) == ("unlocked-variant", ROTARY, "torch-stray", None, None, None)
+    assert problem.message.endswith(f"; delete {stray}")
+
+    empty = tmp_path / "empty-cache"
+    variant = select_variant(ROTARY, entry.variants, detect_system())
+    (problem,) = verify_project(project, require_cached=True, cache_root=empty).problems
+    assert fields(problem) == ("not-cached", ROTARY, variant, None, None, None)
+    folder = cache.variant_dir(cache.repo_dir(ROTARY, root=empty), entry.sha, variant)
+    assert problem.message == f"{ROTARY} {variant}: this machine's variant is not in the cache ({folder}); run 'kernels download'"
+
+
+def test_a_lock_entry_without_variants_says_it_locked_none(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
+    lock = project / "kernels.lock"
+    entries = json.loads(lock.read_text())
+    entries[0]["variants"] = {}
+    lock.write_text(json.dumps(entries, indent=2) + "\n")
+
+    (machine,) = verify_project(project, require_cached=True).problems
+    assert fields(machine) == ("no-variant", ROTARY, None, None, None, None)
+    assert machine.message.endswith("; locked: none")
+    (target,) = verify_project(project, targets=[CPU_VARIANT]).problems
+    assert target.message == f"{ROTARY}: kernels.lock has no variant for the target {CPU_VARIANT}; locked: none"
