@@ -120,3 +120,66 @@ def test_an_unservable_target_names_each_version_its_missing_target_and_its_buil
         f"offers {CPU_VARIANT}, {CU128_TARGET}, {METAL_VARIANT}",
     ]
     assert "[tool.kernels] targets" in lines[-1] and "kernels.lock was not changed" in lines[-1]
+
+
+def _build(hub_env, prefix: str, catalogue: dict[str, dict[str, list[tuple[str, str]]]]) -> dict[str, str]:
+    """Build ``catalogue`` (kernel -> version -> kernel-depends) as repos named
+    ``<prefix>-<kernel>``; the repo id of each kernel."""
+    names = {kernel: f"kernels-test/{prefix}-{kernel}" for kernel in catalogue}
+    for kernel, releases in catalogue.items():
+        if names[kernel] not in hub_env.repos:
+            hub_env.add_repo(KernelRepo(names[kernel], tuple(
+                Release(version, variants=(CPU_VARIANT,), depends=tuple((names[dep], spec) for dep, spec in deps))
+                for version, deps in releases.items()
+            )))  # fmt: skip
+    return names
+
+
+def _locked_versions(project, names: dict[str, str]) -> dict[str, str | None]:
+    lock = read_lockfile(project / "kernels.lock")
+    return {kernel: (lock.get(repo_id).version if lock.get(repo_id) else None) for kernel, repo_id in names.items()}
+
+
+# Four kernels whose kernel-depends make the resolver backtrack: on the way, resolvelib
+# pins a 3.0.0, then loses a's requirement on c (c <2) when a stops satisfying c 1.0.0's
+# "a <3", and c 2.0.0 later satisfies everyone else. Locking that would put a 3.0.0 beside
+# c 2.0.0, a version of c that a 3.0.0 does not accept.
+DROPPED_REQUIREMENT = {
+    "a": {"1.0.0": [], "2.0.0": [("d", ">=1,<2")], "3.0.0": [("c", ">=1,<2")]},
+    "b": {"1.0.0": [], "3.0.0": [("a", ">=1"), ("d", ">=3")]},
+    "c": {"1.0.0": [("a", "<3"), ("b", "<3"), ("d", "==2.0.0")], "2.0.0": [("d", ">=3")]},
+    "d": {"1.0.0": [("a", "==1.0.0"), ("c", ">=1")], "2.0.0": [("c", ">=2")], "3.0.0": [("c", ">=2")]},
+}
+
+
+def test_every_locked_kernel_accepts_the_versions_locked_for_its_dependencies(hub_env, tmp_path) -> None:
+    names = _build(hub_env, "consistent", DROPPED_REQUIREMENT)
+    project = write_project(tmp_path / "app", {names[k]: ">=1" for k in ("a", "b", "c")})
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    # The one answer that meets every kernel-depends and keeps b and c at their newest:
+    # a 3.0.0 needs c <2, and c 1.0.0 needs a <3, so a cannot be 3.0.0; a 2.0.0 needs
+    # d <2, and d 1.0.0 needs a 1.0.0.
+    assert _locked_versions(project, names) == {"a": "v1.0.0", "b": "v3.0.0", "c": "v2.0.0", "d": "v3.0.0"}
+    lock = read_lockfile(project / "kernels.lock")
+    assert lock.get(names["b"]).dependencies == (names["a"], names["d"])
+
+
+# b 3.0.0 needs c <2, c 1.0.0 then needs a <2, and a 1.0.0 needs c 2.0.0: a conflict over
+# c. The resolver next settles what the conflict is about: c 2.0.0 (which needs b <2), and
+# a stays at 3.0.0. Settling the other kernels first would take b 2.0.0, which needs
+# a 1.0.0: an older a than needed.
+NEWEST_AFTER_A_CONFLICT = {
+    "a": {"1.0.0": [("c", "==2.0.0")], "3.0.0": []},
+    "b": {"1.0.0": [], "2.0.0": [("a", "==1.0.0")], "3.0.0": [("c", ">=1,<2")]},
+    "c": {"1.0.0": [("a", ">=1,<2")], "2.0.0": [("b", ">=1,<2")]},
+}
+
+
+def test_after_a_conflict_the_newest_versions_that_fit_are_kept(hub_env, tmp_path) -> None:
+    names = _build(hub_env, "after-conflict", NEWEST_AFTER_A_CONFLICT)
+    project = write_project(tmp_path / "app", {repo_id: ">=1" for repo_id in names.values()})
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    # a 1.0.0 with b 1.0.0 and c 2.0.0 also fits; a 3.0.0 is newer and fits too.
+    assert _locked_versions(project, names) == {"a": "v3.0.0", "b": "v1.0.0", "c": "v2.0.0"}

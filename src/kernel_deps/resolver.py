@@ -149,6 +149,9 @@ class KernelProvider(AbstractProvider):
         # (repo_id, commit) -> names of the declared targets its variants do not serve.
         self._missing: dict[tuple[str, str], tuple[str, ...]] = {}
         self._missing_lock = threading.Lock()
+        # (repo_id, commit) of candidates ruled out because a resolution pinned them
+        # without meeting their own kernel-depends (see resolve()).
+        self.ruled_out: set[tuple[str, str]] = set()
 
     def identify(self, requirement_or_candidate: KernelRequirement | Candidate) -> str:
         return requirement_or_candidate.repo_id
@@ -164,7 +167,8 @@ class KernelProvider(AbstractProvider):
     ) -> list[Candidate] | Callable[[], Iterator[Candidate]]:
         wanted = list(requirements[identifier])
         excluded = {c.commit for c in incompatibilities[identifier]}
-        found = [c for c in self.all_candidates(identifier, wanted) if c.commit not in excluded]
+        found = [c for c in self.all_candidates(identifier, wanted)
+                 if c.commit not in excluded and (identifier, c.commit) not in self.ruled_out]  # fmt: skip
         found = [c for c in found if all(matches(r, c) for r in wanted)]
         if not self.targets:
             return found
@@ -259,11 +263,21 @@ def resolve(
     ``targets``, only to commits whose variants serve every target."""
     provider = KernelProvider(index, pins or {}, targets)
     index.prefetch(requirements, provider.likely_pick)
-    try:
-        result = Resolver(provider, BaseReporter()).resolve(requirements, max_rounds=max_rounds)
-    except ResolutionImpossible as exc:
-        unserved = explain_unserved_targets(exc.causes, provider) if targets else None
-        raise ResolutionError(unserved or explain_conflict(exc.causes, index)) from None
+    while True:
+        try:
+            result = Resolver(provider, BaseReporter()).resolve(requirements, max_rounds=max_rounds)
+        except ResolutionImpossible as exc:
+            unserved = explain_unserved_targets(exc.causes, provider) if targets else None
+            raise ResolutionError(unserved or explain_conflict(exc.causes, index)) from None
+        # resolvelib can return a pin whose own requirements it dropped while backtracking
+        # (a pin that stopped satisfying a requirement loses its dependencies, and keeps them
+        # lost once it satisfies again). Such a lock would load a kernel beside a dependency
+        # it does not accept: rule that pin out and resolve again. Each round rules out one
+        # more commit, so this ends.
+        unmet = _pin_with_unmet_dependency(index, result.mapping)
+        if unmet is None:
+            break
+        provider.ruled_out.add((unmet.repo_id, unmet.commit))
     pins_out: dict[str, Candidate] = dict(result.mapping)
     required: dict[str, tuple[KernelRequirement, ...]] = {
         key: tuple(info.requirement for info in criterion.information) for key, criterion in result.criteria.items()
@@ -273,6 +287,17 @@ def resolve(
     }
     held_back = {key: _held_back(provider, candidate, required.get(key, ())) for key, candidate in pins_out.items()}
     return Resolution(pins_out, required, dependencies, {k: v for k, v in held_back.items() if v})
+
+
+def _pin_with_unmet_dependency(index: KernelIndex, mapping: Mapping[str, Candidate]) -> Candidate | None:
+    """The first pin (in pinning order) that requires a kernel the ``mapping`` leaves out or
+    pins at a commit the requirement does not allow; None when every requirement is met."""
+    for candidate in mapping.values():
+        for requirement in index.dependencies(candidate.repo_id, candidate.commit):
+            pinned = mapping.get(requirement.repo_id)
+            if pinned is None or not matches(requirement, pinned):
+                return candidate
+    return None
 
 
 def _held_back(
