@@ -183,3 +183,46 @@ def test_after_a_conflict_the_newest_versions_that_fit_are_kept(hub_env, tmp_pat
     assert result.returncode == 0, result.stderr
     # a 1.0.0 with b 1.0.0 and c 2.0.0 also fits; a 3.0.0 is newer and fits too.
     assert _locked_versions(project, names) == {"a": "v3.0.0", "b": "v1.0.0", "c": "v2.0.0"}
+
+
+# Kernels that require each other: while backtracking, resolvelib drops the requirements
+# that tied b and d to the project, and building its answer then followed b and d's
+# requirements on each other forever (RecursionError). The project needs only a and c.
+MUTUAL = {
+    "a": {"1.0.0": [], "2.0.0": [("c", "==1.0.0")], "3.0.0": [("d", "==1.0.0")]},
+    "b": {"1.0.0": [("d", ">=1")], "2.0.0": [("c", "==2.0.0")], "3.0.0": [("a", "<3"), ("d", ">=3")]},
+    "c": {"2.0.0": [("a", ">=1,<2")], "3.0.0": [("a", "==1.0.0")]},
+    "d": {"1.0.0": [("b", ">=1")], "3.0.0": [("a", ">=1"), ("b", ">=1,<2")]},
+}
+
+
+def test_kernels_that_require_each_other_lock_only_what_the_project_reaches(hub_env, tmp_path) -> None:
+    names = _build(hub_env, "mutual", MUTUAL)
+    project = write_project(tmp_path / "app", {names["a"]: ">=1", names["c"]: ">=1"})
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    assert _locked_versions(project, names) == {"a": "v1.0.0", "b": None, "c": "v3.0.0", "d": None}
+    lock = read_lockfile(project / "kernels.lock")
+    assert (lock.get(names["a"]).dependencies, lock.get(names["c"]).dependencies) == ((), (names["a"],))
+
+
+# No set of versions meets these, and resolvelib keeps undoing its own choices instead of
+# saying so: it gives up after its rounds, which is one line, not a traceback.
+UNSETTLED = {
+    "a": {"2.0.0": [("b", "==2.0.0")], "3.0.0": [("b", ">=1,<2")]},
+    "b": {"1.0.0": [("a", "==2.0.0")], "2.0.0": [("a", ">=3"), ("c", "==1.0.0")], "3.0.0": []},
+    "c": {"1.0.0": [("b", "==2.0.0")], "2.0.0": [("b", ">=3")], "3.0.0": []},
+}
+
+
+def test_a_resolution_that_never_settles_is_one_line_and_no_lock(hub_env, tmp_path) -> None:
+    names = _build(hub_env, "unsettled", UNSETTLED)
+    project = write_project(tmp_path / "app", {names["a"]: ">=1", names["c"]: ">=1"})
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == (
+        f"error: no versions found for {names['a']}, {names['c']} and their kernel dependencies within 2000 rounds "
+        "of resolution (their kernel-depends keep undoing each other's choices); narrow a version range in "
+        "[tool.kernels.dependencies] to help; kernels.lock was not changed\n"
+    )
+    assert not (project / "kernels.lock").exists()

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
 from packaging.version import Version
-from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
+from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, ResolutionTooDeep
 from resolvelib.resolvers import RequirementInformation
+from resolvelib.resolvers import Resolution as Search
 
 from kernel_deps.errors import ResolutionError, RevisionNotFoundError, UsageError
 from kernel_deps.spec import KernelRequirement
@@ -265,39 +266,58 @@ def resolve(
     index.prefetch(requirements, provider.likely_pick)
     while True:
         try:
-            result = Resolver(provider, BaseReporter()).resolve(requirements, max_rounds=max_rounds)
+            state = Search(provider, BaseReporter()).resolve(requirements, max_rounds=max_rounds)
         except ResolutionImpossible as exc:
             unserved = explain_unserved_targets(exc.causes, provider) if targets else None
             raise ResolutionError(unserved or explain_conflict(exc.causes, index)) from None
-        # resolvelib can return a pin whose own requirements it dropped while backtracking
-        # (a pin that stopped satisfying a requirement loses its dependencies, and keeps them
-        # lost once it satisfies again). Such a lock would load a kernel beside a dependency
-        # it does not accept: rule that pin out and resolve again. Each round rules out one
-        # more commit, so this ends.
-        unmet = _pin_with_unmet_dependency(index, result.mapping)
+        except ResolutionTooDeep:
+            asked = ", ".join(sorted({r.repo_id for r in requirements}))
+            raise ResolutionError(
+                f"no versions found for {asked} and their kernel dependencies within {max_rounds} rounds of "
+                "resolution (their kernel-depends keep undoing each other's choices); narrow a version range in "
+                "[tool.kernels.dependencies] to help; kernels.lock was not changed"
+            ) from None
+        # What resolvelib pinned is read again from the kernels' own kernel-depends, from
+        # the project's requirements down: resolvelib can drop a pin's requirements while it
+        # backtracks (a pin that stops satisfying a new requirement loses them, and they stay
+        # lost once it satisfies again), and then answer with a kernel beside a dependency it
+        # does not accept, or without it. Such a pin is ruled out and the search runs again;
+        # each round rules out one more commit, so this ends.
+        unmet, reached = _reached(requirements, state.mapping, index)
         if unmet is None:
             break
         provider.ruled_out.add((unmet.repo_id, unmet.commit))
-    pins_out: dict[str, Candidate] = dict(result.mapping)
-    required: dict[str, tuple[KernelRequirement, ...]] = {
-        key: tuple(info.requirement for info in criterion.information) for key, criterion in result.criteria.items()
-    }
-    dependencies = {
-        key: tuple(sorted(c for c in result.graph.iter_children(key) if c is not None and c != key)) for key in pins_out
-    }
+    pins_out = {key: candidate for key, candidate in state.mapping.items() if key in reached}
+    required = {key: tuple(found) for key, (found, _) in reached.items()}
+    dependencies = {key: tuple(sorted(deps - {key})) for key, (_, deps) in reached.items()}
     held_back = {key: _held_back(provider, candidate, required.get(key, ())) for key, candidate in pins_out.items()}
     return Resolution(pins_out, required, dependencies, {k: v for k, v in held_back.items() if v})
 
 
-def _pin_with_unmet_dependency(index: KernelIndex, mapping: Mapping[str, Candidate]) -> Candidate | None:
-    """The first pin (in pinning order) that requires a kernel the ``mapping`` leaves out or
-    pins at a commit the requirement does not allow; None when every requirement is met."""
-    for candidate in mapping.values():
+def _reached(
+    requirements: Sequence[KernelRequirement], mapping: Mapping[str, Candidate], index: KernelIndex
+) -> tuple[Candidate | None, dict[str, tuple[list[KernelRequirement], set[str]]]]:
+    """The kernels the project's ``requirements`` reach through the kernel-depends of the
+    ``mapping``'s pins, each with the requirements on it and the kernels it requires.
+
+    The first pin (from the project down) requiring a kernel the mapping leaves out, or
+    pins at a commit the requirement does not allow, comes first instead, with nothing.
+    """
+    reached: dict[str, tuple[list[KernelRequirement], set[str]]] = {}
+    for requirement in requirements:
+        reached.setdefault(requirement.repo_id, ([], set()))[0].append(requirement)
+    order = list(reached)
+    for key in order:  # grows as kernels are reached
+        candidate = mapping[key]
         for requirement in index.dependencies(candidate.repo_id, candidate.commit):
             pinned = mapping.get(requirement.repo_id)
             if pinned is None or not matches(requirement, pinned):
-                return candidate
-    return None
+                return candidate, {}
+            if requirement.repo_id not in reached:
+                order.append(requirement.repo_id)
+            reached.setdefault(requirement.repo_id, ([], set()))[0].append(requirement)
+            reached[key][1].add(requirement.repo_id)
+    return None, reached
 
 
 def _held_back(
