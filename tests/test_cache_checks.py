@@ -6,6 +6,7 @@ by kernel-deps' own cache code, the command run in-process (tests/fixtures/cli.p
 from __future__ import annotations
 
 import json
+import locale
 import os
 from pathlib import Path
 
@@ -129,3 +130,21 @@ def test_verify_reads_the_cache_it_is_given_not_the_default_one(cached, tmp_path
     monkeypatch.setenv("KERNELS_CACHE", str(tmp_path / "empty-cache"))
     report = verify_project(project, cache_root=tmp_path / "cache")
     assert [(c.repo_id, c.variant, c.ok) for c in report.checked] == [(REPO_ID, VARIANT, True)]
+
+
+def test_a_manifest_with_non_ascii_text_is_read_as_utf8_in_any_locale(cached) -> None:
+    # A manifest rewritten by another tool may keep non-ASCII text raw; under an ASCII
+    # locale it must still be read, so a removed file is named rather than only a hash.
+    project, folder = cached
+    manifest = _manifest(folder)
+    entries = json.loads(manifest.read_text())
+    entries["files"]["startup/__pycache__/café.cpython-311.pyc"] = "0" * 40  # not part of the hash
+    manifest.write_text(json.dumps(entries, ensure_ascii=False), encoding="utf-8")
+    (folder / "startup" / "_ops.py").unlink()
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        problems = _check(project).problems
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+    assert [(p.kind, p.path) for p in problems] == [("missing", "startup/_ops.py")]
