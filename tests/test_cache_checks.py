@@ -148,3 +148,14 @@ def test_a_manifest_with_non_ascii_text_is_read_as_utf8_in_any_locale(cached) ->
     finally:
         locale.setlocale(locale.LC_CTYPE, before)
     assert [(p.kind, p.path) for p in problems] == [("missing", "startup/_ops.py")]
+
+
+def test_the_legacy_huggingface_hub_cache_variable_still_names_the_cache(cached, tmp_path, monkeypatch) -> None:
+    project, _ = cached
+    for name in ("KERNELS_CACHE", "HF_HUB_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("HUGGINGFACE_HUB_CACHE", str(tmp_path / "cache"))
+    result = run_kernels("verify", str(project), "--require-cached")
+    assert result.returncode == 0, result.stdout
+    assert "1 cached variants verified" in result.stdout

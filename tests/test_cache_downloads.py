@@ -178,3 +178,10 @@ def test_a_staging_folder_that_cannot_be_written_is_named_with_its_real_error(pr
     assert f"cannot write {staging}/{CPU_VARIANT}." in result.stderr
     assert "(Permission denied)" in result.stderr
     assert folder.is_dir()  # the old copy stays until a new one is complete
+
+
+def test_a_download_lands_where_huggingface_hub_looks_for_the_repo(project, tmp_path) -> None:
+    assert _download(project).returncode == 0
+    sha = read_lockfile(project / "kernels.lock").get(REPO_ID).sha
+    folder = tmp_path / "hf-cache" / "kernels--kernels-test--cache-downloads" / "snapshots" / sha / "build" / CPU_VARIANT
+    assert (folder / "__init__.py").is_file()

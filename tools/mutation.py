@@ -62,7 +62,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                  "tests/test_redirect.py", "tests/test_hostile.py"],
     "cache": ["tests/test_download_fs.py", "tests/test_verify.py", "tests/test_verify_cache_errors.py",
               "tests/test_cache_layout.py", "tests/test_hostile.py",
-              "tests/test_cache_checks.py", "tests/test_cache_downloads.py"],
+              "tests/test_cache_checks.py", "tests/test_cache_downloads.py", "tests/test_cache_metadata.py"],
     "download": ["tests/test_download.py", "tests/test_download_fs.py", "tests/test_download_choices.py",
                  "tests/test_targets.py", "tests/test_hostile.py"],
     "loader": ["tests/test_loader_verified.py", "tests/test_loader_entry_points.py", "tests/test_redirect.py",
