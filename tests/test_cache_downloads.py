@@ -185,3 +185,27 @@ def test_a_download_lands_where_huggingface_hub_looks_for_the_repo(project, tmp_
     sha = read_lockfile(project / "kernels.lock").get(REPO_ID).sha
     folder = tmp_path / "hf-cache" / "kernels--kernels-test--cache-downloads" / "snapshots" / sha / "build" / CPU_VARIANT
     assert (folder / "__init__.py").is_file()
+
+
+def test_a_file_served_with_other_bytes_than_its_listing_names_is_refused_naming_both_hashes(hub_env, proxy, tmp_path, monkeypatch) -> None:
+    """A Hub whose listing gives a plain (non-LFS) file a git blob id its bytes do not have,
+    consistently, so the lock records it: the download names the file, the algorithm
+    (git's SHA-1) and both hashes."""
+    repo_id = "kernels-test/cache-downloads-lying-listing"
+    if repo_id not in hub_env.repos:
+        hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),)))
+    fake = "1" * 40
+
+    def lie(path: str, listing):
+        for entry in listing if isinstance(listing, list) else []:
+            if entry.get("path", "").endswith(f"{CPU_VARIANT}/_ops.py"):
+                entry["oid"] = fake
+        return listing
+
+    proxy.rewrite_json = lie
+    monkeypatch.setenv("HF_ENDPOINT", proxy.url)
+    project = write_project(tmp_path / "lying", f'"{repo_id}" = ">=1"')
+    lock_project(project)
+    result = run_kernels("download", str(project), "--variant", CPU_VARIANT)
+    assert result.returncode != 0
+    assert f"_ops.py does not match the Hub's listing (Expected sha1 {fake}, " in result.stderr
