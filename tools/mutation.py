@@ -261,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=None, help="run a seeded sample of N mutants per module")
     parser.add_argument("--survivors", action="store_true", help="also list each surviving mutant's name")
     parser.add_argument("--table-only", action="store_true", help="tally the last run's results, run nothing")
+    parser.add_argument("--list-equivalents", action="store_true",
+                        help="print the listed equivalent mutants as the Markdown list of docs/testing.md, run nothing")
     parser.add_argument("--work", type=Path, default=WORK, help="scratch folder (default .mutation/)")
     parser.add_argument("--retest-survivors-of", type=Path, default=None, metavar="WORK",
                         help="run only the mutants that survived in an earlier run's scratch folder, keeping its other verdicts")
@@ -274,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {MUTMUT} is missing; run 'make mutation' (it installs mutmut)", file=sys.stderr)
         return 2
     equivalent = tomllib.loads(EQUIVALENT_FILE.read_text())["equivalent"] if EQUIVALENT_FILE.exists() else {}
+    if args.list_equivalents:
+        for name, why in equivalent.items():
+            print(f"- `{name.removeprefix('kernel_deps.')}`: {why}")
+        return 0
     tallies = []
     for module in args.modules or list(MODULE_TESTS):
         tests = [t for t in MODULE_TESTS[module] if (args.tests.parent / t).exists()]
