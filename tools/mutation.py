@@ -60,7 +60,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                "tests/test_verify_reports.py", "tests/test_targets.py", "tests/test_hostile.py", "tests/test_redirect.py"],
     "resolver": ["tests/test_lock.py", "tests/test_pins.py", "tests/test_targets.py", "tests/test_resolver_choices.py",
                  "tests/test_redirect.py", "tests/test_hostile.py", "tests/test_resolver_names.py",
-                 "tests/test_resolver_target_messages.py"],
+                 "tests/test_resolver_target_messages.py", "tests/test_resolver_conflicts.py"],
     "cache": ["tests/test_download_fs.py", "tests/test_verify.py", "tests/test_verify_cache_errors.py",
               "tests/test_cache_layout.py", "tests/test_hostile.py"],
     "download": ["tests/test_download.py", "tests/test_download_fs.py", "tests/test_download_choices.py",
