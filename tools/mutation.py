@@ -61,7 +61,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "resolver": ["tests/test_lock.py", "tests/test_pins.py", "tests/test_targets.py", "tests/test_resolver_choices.py",
                  "tests/test_redirect.py", "tests/test_hostile.py", "tests/test_resolver_names.py",
                  "tests/test_resolver_target_messages.py", "tests/test_resolver_conflicts.py",
-                 "tests/test_resolver_order.py"],
+                 "tests/test_resolver_order.py", "tests/test_resolver_requests.py"],
     "cache": ["tests/test_download_fs.py", "tests/test_verify.py", "tests/test_verify_cache_errors.py",
               "tests/test_cache_layout.py", "tests/test_hostile.py"],
     "download": ["tests/test_download.py", "tests/test_download_fs.py", "tests/test_download_choices.py",
