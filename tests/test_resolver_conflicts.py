@@ -54,3 +54,19 @@ def test_a_commit_the_hub_does_not_have_is_not_blamed_on_the_prior_pin(hub_env, 
     assert result.returncode == 1
     assert result.stderr == f"error: {repo_id}: revision '{commit}' not found on the Hub\n"
     assert (project / "kernels.lock").read_bytes() == before
+
+
+def test_a_revision_name_the_repo_lacks_lists_the_versions_it_has(hub_env, tmp_path) -> None:
+    repo_id = "kernels-test/rc-unknown-branch"
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),)))
+    project = write_project(tmp_path / "app", f'"{repo_id}" = {{ revision = "no-such-branch" }}')
+
+    result = run_kernels("lock", str(project))
+
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "error: cannot find versions that satisfy every requirement:",
+        f"  {repo_id} revision=no-such-branch (from project)",
+        f"  versions of {repo_id}: v1.0.0 (branches v1)",
+        "hint: relax one of these ranges in [tool.kernels.dependencies]",
+    ]

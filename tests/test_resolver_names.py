@@ -75,3 +75,12 @@ def test_a_major_whose_branch_was_deleted_is_recorded_by_its_newest_tag(hub_env,
     _lock(project)
     entry = read_lockfile(project / "kernels.lock").get(repo_id)
     assert (entry.sha, entry.version) == (built.commits["1.1.0"], "v1.1.0")
+
+
+def test_a_range_that_allows_prereleases_still_locks_a_final_release_first(hub_env, tmp_path) -> None:
+    repo_id = "kernels-test/rn-final-before-rc"
+    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"), Release("2.0.0rc1"))))
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1.0.0rc1"')
+    _lock(project)
+    entry = read_lockfile(project / "kernels.lock").get(repo_id)
+    assert (entry.sha, entry.version) == (built.commits["1.0.0"], "v1.0.0")

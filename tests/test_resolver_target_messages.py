@@ -164,3 +164,23 @@ def test_a_pinned_commit_gone_from_the_hub_is_a_clear_error_with_targets_too(hub
         f"run 'kernels lock --upgrade-package {kernel}' to pin a commit that exists\n"
     )
     assert (project / "kernels.lock").read_bytes() == before
+
+
+def test_a_version_another_kernel_rules_out_is_no_held_back_note(hub_env, tmp_path) -> None:
+    # b 2.0.0 lacks the CUDA build, and c accepts only b <2: b 1.1.0 is what c allows, not
+    # a version held back by the target.
+    b = "kernels-test/rtm-ruled-b"
+    c = "kernels-test/rtm-ruled-c"
+    built = _add(
+        hub_env, b,
+        Release("1.1.0", variants=(CPU_VARIANT, CUDA_VARIANT)),
+        Release("2.0.0", variants=(CPU_VARIANT,)),
+    )  # fmt: skip
+    _add(hub_env, c, Release("1.0.0", variants=(UNIVERSAL_VARIANT,), depends=((b, "<2"),)))
+    project = write_project(tmp_path / "app", f'"{b}" = ">=1"\n"{c}" = ">=1"', extra=_targets(CUDA_VARIANT))
+
+    result = run_kernels("lock", str(project))
+
+    assert result.returncode == 0, result.stderr
+    assert read_lockfile(project / "kernels.lock").get(b).sha == built.commits["1.1.0"]
+    assert "note:" not in result.stdout
