@@ -84,3 +84,17 @@ def test_a_range_that_allows_prereleases_still_locks_a_final_release_first(hub_e
     _lock(project)
     entry = read_lockfile(project / "kernels.lock").get(repo_id)
     assert (entry.sha, entry.version) == (built.commits["1.0.0"], "v1.0.0")
+
+
+def test_a_revision_name_on_two_commits_locks_the_one_that_carries_a_version(hub_env, tmp_path) -> None:
+    # "edge" is a tag on an unversioned development commit and a branch on 2.0.0rc1.
+    repo_id = "kernels-test/rn-name-on-two-commits"
+    built = hub_env.add_repo(KernelRepo(repo_id, (
+        Release("1.0.0"), Release("2.0.0rc1"), Release("3.0.0.dev1", tagged=False),
+    )))  # fmt: skip
+    built.git("tag", "edge", built.commits["3.0.0.dev1"])
+    built.git("branch", "edge", built.commits["2.0.0rc1"])
+    project = write_project(tmp_path / "app", f'"{repo_id}" = {{ revision = "edge" }}')
+    _lock(project)
+    entry = read_lockfile(project / "kernels.lock").get(repo_id)
+    assert (entry.sha, entry.version) == (built.commits["2.0.0rc1"], "edge")
