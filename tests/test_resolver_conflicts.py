@@ -70,3 +70,15 @@ def test_a_revision_name_the_repo_lacks_lists_the_versions_it_has(hub_env, tmp_p
         f"  versions of {repo_id}: v1.0.0 (branches v1)",
         "hint: relax one of these ranges in [tool.kernels.dependencies]",
     ]
+
+
+def test_upgrading_a_kernel_the_project_does_not_have_is_bad_input_naming_it(hub_env, tmp_path) -> None:
+    repo_id = "kernels-test/rc-upgrade-known"
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),)))
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"')
+
+    result = run_kernels("lock", "--upgrade-package", "kernels-test/rc-not-here", str(project))
+
+    assert result.returncode == 2
+    assert "--upgrade-package kernels-test/rc-not-here: not a kernel of this project or its lock" in result.stderr
+    assert not (project / "kernels.lock").exists()
