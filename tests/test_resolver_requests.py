@@ -1,0 +1,56 @@
+"""How many Hub requests `kernels lock` makes with `[tool.kernels] targets` declared,
+counted by the proxy: the background prefetch guesses the commit the resolver will take
+(the newest that serves every target) and lists nothing the resolver would not list."""
+
+from __future__ import annotations
+
+from kernel_deps.hub import HubClient
+from kernel_deps.locking import lock_project
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release
+from tests.fixtures.projects import write_project
+
+
+def _by_kind(proxy) -> dict[str, int]:
+    """Requests by kind, as tests/test_lock_requests.py counts them (``slash``: olah's
+    redirect of a whole-commit listing to ``tree/<commit>/``)."""
+    counts = {"refs": 0, "tree": 0, "slash": 0, "file": 0, "other": 0}
+    for (_, path), n in proxy.counts.items():
+        if "/tree/" in path and path.endswith("/"):
+            kind = "slash"
+        else:
+            kind = "refs" if path.endswith("/refs") else "tree" if "/tree/" in path else "file" if "/resolve/" in path else "other"
+        counts[kind] += n
+    return counts
+
+
+def test_with_targets_a_lock_lists_only_the_commit_it_takes(hub_env, proxy, tmp_path) -> None:
+    repo_id = "kernels-test/rq-targets-all-serve"
+    built = hub_env.add_repo(KernelRepo(repo_id, (
+        Release("1.0.0", variants=(CPU_VARIANT,)),
+        Release("1.1.0", variants=(CPU_VARIANT,)),
+    )))  # fmt: skip
+    extra = f'[tool.kernels]\ntargets = ["{CPU_VARIANT}"]\n\n'
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', extra=extra)
+
+    lock = lock_project(project, hub=HubClient(endpoint=proxy.url)).lock
+
+    assert lock.get(repo_id).sha == built.commits["1.1.0"]
+    # The newest serves the target: 1.0.0's tree is never listed.
+    assert _by_kind(proxy) == {"refs": 1, "tree": 1, "slash": 1, "file": 1, "other": 0}
+
+
+def test_with_targets_a_lock_reads_no_metadata_of_a_version_it_passes_over(hub_env, proxy, tmp_path) -> None:
+    repo_id = "kernels-test/rq-targets-newest-dropped"
+    built = hub_env.add_repo(KernelRepo(repo_id, (
+        Release("1.0.0", variants=(CPU_VARIANT, CUDA_VARIANT)),
+        Release("1.1.0", variants=(CPU_VARIANT,)),  # dropped the CUDA build
+    )))  # fmt: skip
+    extra = f'[tool.kernels]\ntargets = ["{CUDA_VARIANT}"]\n\n'
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', extra=extra)
+
+    lock = lock_project(project, hub=HubClient(endpoint=proxy.url)).lock
+
+    assert lock.get(repo_id).sha == built.commits["1.0.0"]
+    # Both trees are listed (1.1.0 to see it lacks the target), and only 1.0.0's two
+    # metadata.json files are read.
+    assert _by_kind(proxy) == {"refs": 1, "tree": 2, "slash": 2, "file": 2, "other": 0}
