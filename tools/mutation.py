@@ -66,7 +66,8 @@ MODULE_TESTS: dict[str, list[str]] = {
               "tests/test_cache_layout.py", "tests/test_hostile.py",
               "tests/test_cache_checks.py", "tests/test_cache_downloads.py", "tests/test_cache_metadata.py"],
     "download": ["tests/test_download.py", "tests/test_download_fs.py", "tests/test_download_choices.py",
-                 "tests/test_targets.py", "tests/test_hostile.py"],
+                 "tests/test_targets.py", "tests/test_hostile.py", "tests/test_cache_downloads.py",
+                 "tests/test_download_edges.py"],
     "loader": ["tests/test_loader_verified.py", "tests/test_loader_entry_points.py", "tests/test_redirect.py",
                "tests/test_loader.py", "tests/test_loader_api.py"],
 }
