@@ -69,7 +69,8 @@ MODULE_TESTS: dict[str, list[str]] = {
                  "tests/test_targets.py", "tests/test_hostile.py", "tests/test_cache_downloads.py",
                  "tests/test_download_edges.py"],
     "loader": ["tests/test_loader_verified.py", "tests/test_loader_entry_points.py", "tests/test_redirect.py",
-               "tests/test_loader.py", "tests/test_loader_api.py"],
+               "tests/test_loader.py", "tests/test_loader_api.py", "tests/test_loader_embedded_lookup.py",
+               "tests/test_loader_hf_calls.py", "tests/test_loader_backend_choice.py"],
 }
 
 # Tests left out of a module's run because they cannot pass under mutmut: they assert the
