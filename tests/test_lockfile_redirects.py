@@ -122,3 +122,12 @@ def test_an_unreadable_lock_names_the_reason_only(tmp_path: Path) -> None:
     with pytest.raises(LockfileError) as caught:
         where_modes_apply(read_lock_text, path)
     assert str(caught.value) == f"{path}: cannot read (Permission denied); check that it is a readable file"
+
+
+def test_a_lock_built_in_code_names_the_clashing_redirect() -> None:
+    variants = {"torch-universal": VariantLock(hash=HASH)}
+    destination = LockedKernel(repo_id=NEW, sha=SHA, variants=variants, redirected_from=(OLD_B, OLD_A))
+    with pytest.raises(ValueError) as caught:
+        Lockfile(kernels=(destination, LockedKernel(repo_id=OLD_A, sha=SHA, variants=variants)))
+    assert str(caught.value) == (f"'{OLD_A}' has an entry of its own and also redirects to '{NEW}' "
+                                 "in '[0].redirected_from[0]'; expected one or the other")  # fmt: skip
