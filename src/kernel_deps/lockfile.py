@@ -101,6 +101,15 @@ class MissingEntryError(ValueError):
         return f"dependency {self.dependency!r} in {where} has no entry of its own in the lock"
 
 
+class RedirectClashError(FieldError):
+    """Entry ``entry`` (``repo_id``) lists ``source`` in redirected_from, which has an entry of its own."""
+
+    def __init__(self, entry: int, repo_id: str, source: str, position: int) -> None:
+        self.entry, self.repo_id, self.source = entry, repo_id, source
+        detail = f"{source!r} has an entry of its own and also redirects to {repo_id!r}"
+        super().__init__(f"[{entry}].redirected_from[{position}]", detail, "expected one or the other")
+
+
 def invalid(key: str, what: str, value: object, expected: str) -> FieldError:
     """``invalid <what> <value, briefly> in '<key>'; <expected>``."""
     return FieldError(key, f"invalid {what} {_show.repr(value)}", expected)
@@ -250,8 +259,7 @@ class Lockfile:
         for i, kernel in enumerate(self.kernels):
             for position, source in enumerate(kernel.redirected_from):
                 if source in first:
-                    detail = f"{source!r} has an entry of its own and also redirects to {kernel.repo_id!r}"
-                    raise FieldError(f"[{i}].redirected_from[{position}]", detail, "expected one or the other")
+                    raise RedirectClashError(i, kernel.repo_id, source, position)
                 first[source] = i
         kernels = tuple(sorted(self.kernels, key=lambda k: k.repo_id))
         object.__setattr__(self, "kernels", kernels)
@@ -347,6 +355,10 @@ def parse_entries(data: list[Any], source: str) -> Lockfile:
     except MissingEntryError as exc:  # name the dependency where the file lists it, not sorted
         position = data[exc.entry]["dependencies"].index(exc.dependency)
         raise LockfileError(f"{source}: {exc.describe(position)}; {_FIX}") from None
+    except RedirectClashError as exc:  # likewise the redirect, which the entry keeps sorted
+        position = data[exc.entry]["redirected_from"].index(exc.source)
+        clash = RedirectClashError(exc.entry, exc.repo_id, exc.source, position)
+        raise LockfileError(f"{source}: {clash}; {_FIX}") from None
     except FieldError as exc:
         raise LockfileError(f"{source}: {exc}; {_FIX}") from None
 
