@@ -51,7 +51,13 @@ def cuda_machine(tmp_path, monkeypatch):
         assert (system.backend, system.backend_version) == ("cuda", (12, 8))
         yield system
     finally:
-        loader._this_system.cache_clear()  # the real machine again for later tests
+        # Whatever the test imported of the synthetic torch goes (monkeypatch then puts back
+        # the real torch modules it hid), and the real machine is described again.
+        fake = str(tmp_path)
+        for name in [m for m, module in sys.modules.items() if (m == "torch" or m.startswith("torch."))
+                     and (getattr(module, "__file__", None) or "").startswith(fake)]:  # fmt: skip
+            del sys.modules[name]
+        loader._this_system.cache_clear()
 
 
 def test_get_kernel_with_backend_cpu_loads_the_cpu_build_on_a_cuda_machine(hub_env, cuda_machine, monkeypatch) -> None:
