@@ -24,6 +24,7 @@ from kernel_deps.settings import EDIT_JOURNAL_NAME
 from kernel_deps.pyproject import add_requirement, read_requirements
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
+from tests.test_interrupt import sigint_as_in_a_terminal
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
 ROTARY, ADDED = "kernels-test/rotary", "kernels-test/activation"
@@ -51,7 +52,7 @@ def test_a_killed_add_leaves_both_files_old_or_both_new(hub_env, proxy, tmp_path
     outcomes = set()
     for i, delay in enumerate([0.2, 0.5, 0.9, 1.3, 1.8, 2.5, 3.5, 6.0]):
         trial = shutil.copytree(project, tmp_path / f"trial-{i}")
-        process = subprocess.Popen([KERNELS, "add", f"{ADDED}>=1,<2", str(trial)], env=env,
+        process = subprocess.Popen([KERNELS, "add", f"{ADDED}>=1,<2", str(trial)], env=env, preexec_fn=sigint_as_in_a_terminal,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         time.sleep(delay)
         os.killpg(process.pid, sig)

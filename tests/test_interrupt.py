@@ -18,11 +18,19 @@ from tests.fixtures.projects import write_project
 KERNELS = str(Path(sys.executable).with_name("kernels"))
 
 
+def sigint_as_in_a_terminal() -> None:
+    """In the child, before it runs: Ctrl-C at its default, as a shell in a terminal starts
+    a command, even when the test run itself ignores it (started in the background by a
+    non-interactive shell, or under nohup), since an ignored SIGINT is inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt(args: list[str], endpoint: str, *, after: float = 0.0, until=None) -> tuple[int, str, float]:
     """Start ``kernels ARGS``, send SIGINT ``after`` seconds (or once ``until()`` is true),
     and return its exit code, its stderr and the seconds it took to end after the signal."""
     env = {**os.environ, "HF_ENDPOINT": endpoint}
-    proc = subprocess.Popen([KERNELS, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen([KERNELS, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=sigint_as_in_a_terminal)  # fmt: skip
     try:
         deadline = time.monotonic() + 60
         time.sleep(after)
