@@ -97,3 +97,19 @@ def img2gray_hub(local_hub: HubWorld) -> HubWorld:
     if REPO_ID not in local_hub.repos:
         local_hub.add_repo(img2gray_repo({v: build_cpu_variant(v) for v in IMG2GRAY_VERSIONS}))
     return local_hub
+
+
+@pytest.fixture
+def cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A project locked and cached without the Hub; (project, its variant folder)."""
+    from kernel_deps import cache
+    from tests.fixtures.cached_project import COMMIT, REPO_ID, VARIANT, write_cached_project
+    from tests.fixtures.cli import run_kernels
+
+    root = tmp_path / "cache"
+    monkeypatch.setenv("KERNELS_CACHE", str(root))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    project = write_cached_project(tmp_path / "app", root)
+    folder = cache.variant_dir(cache.repo_dir(REPO_ID, root=root), COMMIT, VARIANT)
+    assert run_kernels("verify", str(project)).returncode == 0
+    return project, folder

@@ -16,20 +16,8 @@ from kernel_deps import cache, load_kernel
 from kernel_deps.errors import KernelIntegrityError
 from kernel_deps.lockfile import read_lockfile
 from kernel_deps.verify import verify_project
-from tests.fixtures.cached_project import COMMIT, REPO_ID, VARIANT, write_cached_project
+from tests.fixtures.cached_project import COMMIT, REPO_ID, VARIANT
 from tests.fixtures.cli import run_kernels
-
-
-@pytest.fixture
-def cached(tmp_path, monkeypatch) -> tuple[Path, Path]:
-    """A project locked and cached without the Hub; (project, its variant folder)."""
-    root = tmp_path / "cache"
-    monkeypatch.setenv("KERNELS_CACHE", str(root))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    project = write_cached_project(tmp_path / "app", root)
-    folder = cache.variant_dir(cache.repo_dir(REPO_ID, root=root), COMMIT, VARIANT)
-    assert run_kernels("verify", str(project)).returncode == 0
-    return project, folder
 
 
 def _locked_hash(project: Path) -> str:

@@ -20,6 +20,7 @@ from kernel_deps.locking import lock_project
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
+from tests.test_download_edges import ops_blob_id_lie
 from tests.fixtures.unprivileged import where_modes_apply
 
 REPO_ID = "kernels-test/cache-downloads"
@@ -196,13 +197,7 @@ def test_a_file_served_with_other_bytes_than_its_listing_names_is_refused_naming
         hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),)))
     fake = "1" * 40
 
-    def lie(path: str, listing):
-        for entry in listing if isinstance(listing, list) else []:
-            if entry.get("path", "").endswith(f"{CPU_VARIANT}/_ops.py"):
-                entry["oid"] = fake
-        return listing
-
-    proxy.rewrite_json = lie
+    proxy.rewrite_json = ops_blob_id_lie(fake)
     monkeypatch.setenv("HF_ENDPOINT", proxy.url)
     project = write_project(tmp_path / "lying", f'"{repo_id}" = ">=1"')
     lock_project(project)

@@ -14,7 +14,7 @@ from kernel_deps import cache
 from kernel_deps.lockfile import read_lockfile
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import UNIVERSAL_VARIANT, KernelRepo, Release
-from tests.fixtures.cached_project import COMMIT, REPO_ID, VARIANT, write_cached_project
+from tests.fixtures.cached_project import COMMIT, REPO_ID, VARIANT
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
 
@@ -37,18 +37,6 @@ def test_without_a_cache_variable_the_cache_is_where_huggingface_hub_keeps_it(
     for name, value in env.items():
         monkeypatch.setenv(name, value.format(tmp=tmp_path))
     assert cache.cache_root() == Path(expected.format(tmp=tmp_path))
-
-
-@pytest.fixture
-def cached(tmp_path, monkeypatch) -> tuple[Path, Path]:
-    """A project locked and cached without the Hub; (project, its variant folder)."""
-    root = tmp_path / "cache"
-    monkeypatch.setenv("KERNELS_CACHE", str(root))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    project = write_cached_project(tmp_path / "app", root)
-    folder = cache.variant_dir(cache.repo_dir(REPO_ID, root=root), COMMIT, VARIANT)
-    assert run_kernels("verify", str(project)).returncode == 0
-    return project, folder
 
 
 def test_a_linked_folder_in_a_cached_variant_is_one_problem_and_never_followed(cached, tmp_path) -> None:

@@ -276,19 +276,26 @@ LYING_ID = "kernels-test/dl-edge-lying"
 FAKE = "1" * 40
 
 
+
+def ops_blob_id_lie(fake: str):
+    """A proxy rewrite that gives the CPU build's _ops.py the git blob id ``fake`` in every listing."""
+
+    def lie(path: str, listing):
+        for entry in listing if isinstance(listing, list) else []:
+            if entry.get("path", "").endswith(f"{CPU_VARIANT}/_ops.py"):
+                entry["oid"] = fake
+        return listing
+
+    return lie
+
+
 @pytest.fixture
 def lying(hub_env, proxy, tmp_path, monkeypatch) -> Path:
     """A project locking a repo whose listing gives _ops.py a git blob id its bytes lack."""
     if LYING_ID not in hub_env.repos:
         hub_env.add_repo(KernelRepo(LYING_ID, (Release("1.0.0", variants=(CPU_VARIANT,)),)))
 
-    def lie(path: str, listing):
-        for entry in listing if isinstance(listing, list) else []:
-            if entry.get("path", "").endswith(f"{CPU_VARIANT}/_ops.py"):
-                entry["oid"] = FAKE
-        return listing
-
-    proxy.rewrite_json = lie
+    proxy.rewrite_json = ops_blob_id_lie(FAKE)
     monkeypatch.setenv("HF_ENDPOINT", proxy.url)
     folder = write_project(tmp_path / "lying", f'"{LYING_ID}" = ">=1"')
     lock_project(folder)

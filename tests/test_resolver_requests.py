@@ -8,19 +8,7 @@ from kernel_deps.hub import HubClient
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release
 from tests.fixtures.projects import write_project
-
-
-def _by_kind(proxy) -> dict[str, int]:
-    """Requests by kind, as tests/test_lock_requests.py counts them (``slash``: olah's
-    redirect of a whole-commit listing to ``tree/<commit>/``)."""
-    counts = {"refs": 0, "tree": 0, "slash": 0, "file": 0, "other": 0}
-    for (_, path), n in proxy.counts.items():
-        if "/tree/" in path and path.endswith("/"):
-            kind = "slash"
-        else:
-            kind = "refs" if path.endswith("/refs") else "tree" if "/tree/" in path else "file" if "/resolve/" in path else "other"
-        counts[kind] += n
-    return counts
+from tests.test_lock_requests import by_kind as _by_kind
 
 
 def test_with_targets_a_lock_lists_only_the_commit_it_takes(hub_env, proxy, tmp_path) -> None:
