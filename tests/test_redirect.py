@@ -16,6 +16,7 @@ from kernel_deps.verify import verify_project
 from tests.fixtures.builder import BuiltRepo, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
+from tests.test_machine_output import validated
 
 OLD, NEW = "kernels-test/redirect-old", "kernels-test/redirect-new"
 PARENT = "kernels-test/redirect-parent"
@@ -129,6 +130,39 @@ def add_redirect(built: BuiltRepo, destination: str) -> str:
     return add_status(built, f'kind = "redirect"\ndestination = "{destination}"\n')
 
 
+def test_outdated_says_what_upgrade_would_take_from_a_repo_that_redirects_since_locking(moved, tmp_path) -> None:
+    """The lock keeps its pin while the repo redirects; `kernels outdated` says where
+    `kernels lock --upgrade` would move it (text, --exit-code and --json)."""
+    later = "kernels-test/redirect-outdated"
+    built = moved.add_repo(KernelRepo(later, (Release("1.0.0"),)))
+    project = write_project(tmp_path / "app", f'"{later}" = 1\n')
+    locked = lock_project(project).lock.get(later)
+    add_redirect(built, NEW)
+    new_v1 = moved.repos[NEW].branches["v1"]
+
+    text = run_cli("outdated", str(project))
+    assert text.returncode == 0, text.stderr
+    assert [line.split() for line in text.stdout.splitlines()[:2]] == [
+        ["KERNEL", "LOCKED", "UPGRADE", "LATEST"],
+        [later, "v1", f"({locked.sha[:12]})", NEW, "v1", f"({new_v1[:12]})", "-"],
+    ]
+    assert text.stdout.splitlines()[2:] == [
+        f"note: {later} redirects to {NEW} (kernel-status.toml on its main branch); "
+        f"kernels lock --upgrade would lock {NEW} v1 ({new_v1[:12]}) in its place"
+    ]
+    assert run_cli("outdated", "--exit-code", str(project)).returncode == 1
+
+    data = validated(run_cli("outdated", "--json", str(project)), "outdated")
+    (drift,) = data["kernels"]
+    assert data["drifted"] is True
+    assert (drift["repo_id"], drift["locked_commit"], drift["redirects"]) == (later, locked.sha, [later, NEW])
+    assert (drift["upgrade_version"], drift["upgrade_commit"], drift["upgradable"]) == ("v1", new_v1, True)
+
+    # ... which is what the upgrade then does.
+    upgraded = lock_project(project, upgrade=True).lock
+    assert upgraded.repo_ids == (NEW,) and (upgraded.get(NEW).version, upgraded.get(NEW).sha) == ("v1", new_v1)
+
+
 def test_a_chain_of_redirects_is_followed_to_its_end_with_a_note(moved, tmp_path) -> None:
     first, middle = "kernels-test/redirect-chain-first", "kernels-test/redirect-chain-middle"
     add_redirect(moved.add_repo(KernelRepo(middle, (Release("1.0.0"),))), NEW)
@@ -143,6 +177,28 @@ def test_a_chain_of_redirects_is_followed_to_its_end_with_a_note(moved, tmp_path
     lock = read_lockfile(project / "kernels.lock")
     assert lock.repo_ids == (NEW,) and lock.get(NEW).redirected_from == (first,)
     assert lock.get(NEW).sha == moved.repos[NEW].branches["v1"]
+
+
+def test_outdated_follows_a_locked_destination_that_redirects_again(moved, tmp_path) -> None:
+    """Locked at the destination of one redirect, which later redirects on: the pin holds
+    for `kernels lock`, and `kernels outdated` names the whole way and what --upgrade takes."""
+    first, middle = "kernels-test/redirect-on-first", "kernels-test/redirect-on-middle"
+    built = moved.add_repo(KernelRepo(middle, (Release("1.0.0"),)))
+    add_redirect(moved.add_repo(KernelRepo(first, (Release("1.0.0"),))), middle)
+    project = write_project(tmp_path / "app", f'"{first}" = 1\n')
+    assert lock_project(project).lock.repo_ids == (middle,)
+    before = (project / "kernels.lock").read_bytes()
+    add_redirect(built, NEW)
+
+    again = lock_project(project)
+    assert (again.written, again.changes) == (False, []) and (project / "kernels.lock").read_bytes() == before
+
+    data = validated(run_cli("outdated", "--json", str(project)), "outdated")
+    (drift,) = data["kernels"]
+    new_v1 = moved.repos[NEW].branches["v1"]
+    assert (drift["repo_id"], drift["redirects"], drift["upgrade_commit"]) == (middle, [first, middle, NEW], new_v1)
+    assert drift["drifted"] is True and run_cli("outdated", "--exit-code", str(project)).returncode == 1
+    assert lock_project(project, upgrade=True).lock.repo_ids == (NEW,)
 
 
 def test_a_redirect_loop_is_one_line_naming_each_repo(hub_env, tmp_path) -> None:
