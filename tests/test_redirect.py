@@ -16,6 +16,7 @@ from kernel_deps.verify import verify_project
 from tests.fixtures.builder import BuiltRepo, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
+from tests.test_machine_output import validated
 
 OLD, NEW = "kernels-test/redirect-old", "kernels-test/redirect-new"
 PARENT = "kernels-test/redirect-parent"
@@ -122,3 +123,120 @@ def test_a_redirect_added_after_locking_moves_nothing_until_upgrade(moved, tmp_p
     assert upgraded.lock.repo_ids == (NEW,)
     assert upgraded.lock.get(NEW).redirected_from == (later,)
     assert upgraded.notes == [f"{later} redirects to {NEW} (kernel-status.toml on its main branch); locked {NEW}"]
+
+
+def add_redirect(built: BuiltRepo, destination: str) -> str:
+    """Point the repo at ``destination`` (a redirect on its main branch); the new main commit."""
+    return add_status(built, f'kind = "redirect"\ndestination = "{destination}"\n')
+
+
+def test_outdated_says_what_upgrade_would_take_from_a_repo_that_redirects_since_locking(moved, tmp_path) -> None:
+    """The lock keeps its pin while the repo redirects; `kernels outdated` says where
+    `kernels lock --upgrade` would move it (text, --exit-code and --json)."""
+    later = "kernels-test/redirect-outdated"
+    built = moved.add_repo(KernelRepo(later, (Release("1.0.0"),)))
+    project = write_project(tmp_path / "app", f'"{later}" = 1\n')
+    locked = lock_project(project).lock.get(later)
+    add_redirect(built, NEW)
+    new_v1 = moved.repos[NEW].branches["v1"]
+
+    text = run_cli("outdated", str(project))
+    assert text.returncode == 0, text.stderr
+    assert [line.split() for line in text.stdout.splitlines()[:2]] == [
+        ["KERNEL", "LOCKED", "UPGRADE", "LATEST"],
+        [later, "v1", f"({locked.sha[:12]})", NEW, "v1", f"({new_v1[:12]})", "-"],
+    ]
+    assert text.stdout.splitlines()[2:] == [
+        f"note: {later} redirects to {NEW} (kernel-status.toml on its main branch); "
+        f"kernels lock --upgrade would lock {NEW} v1 ({new_v1[:12]}) in its place"
+    ]
+    assert run_cli("outdated", "--exit-code", str(project)).returncode == 1
+
+    data = validated(run_cli("outdated", "--json", str(project)), "outdated")
+    (drift,) = data["kernels"]
+    assert data["drifted"] is True
+    assert (drift["repo_id"], drift["locked_commit"], drift["redirects"]) == (later, locked.sha, [later, NEW])
+    assert (drift["upgrade_version"], drift["upgrade_commit"], drift["upgradable"]) == ("v1", new_v1, True)
+
+    # ... which is what the upgrade then does.
+    upgraded = lock_project(project, upgrade=True).lock
+    assert upgraded.repo_ids == (NEW,) and (upgraded.get(NEW).version, upgraded.get(NEW).sha) == ("v1", new_v1)
+
+
+def test_a_chain_of_redirects_is_followed_to_its_end_with_a_note(moved, tmp_path) -> None:
+    first, middle = "kernels-test/redirect-chain-first", "kernels-test/redirect-chain-middle"
+    add_redirect(moved.add_repo(KernelRepo(middle, (Release("1.0.0"),))), NEW)
+    add_redirect(moved.add_repo(KernelRepo(first, (Release("1.0.0"),))), middle)
+    project = write_project(tmp_path / "app", f'"{first}" = 1\n')
+    result = run_cli("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"note: {first} redirects to {middle}, which redirects to {NEW} (kernel-status.toml on their main branches); "
+        f"locked {NEW}"
+    ) in result.stdout.splitlines()
+    lock = read_lockfile(project / "kernels.lock")
+    assert lock.repo_ids == (NEW,) and lock.get(NEW).redirected_from == (first,)
+    assert lock.get(NEW).sha == moved.repos[NEW].branches["v1"]
+
+
+def test_outdated_follows_a_locked_destination_that_redirects_again(moved, tmp_path) -> None:
+    """Locked at the destination of one redirect, which later redirects on: the pin holds
+    for `kernels lock`, and `kernels outdated` names the whole way and what --upgrade takes."""
+    first, middle = "kernels-test/redirect-on-first", "kernels-test/redirect-on-middle"
+    built = moved.add_repo(KernelRepo(middle, (Release("1.0.0"),)))
+    add_redirect(moved.add_repo(KernelRepo(first, (Release("1.0.0"),))), middle)
+    project = write_project(tmp_path / "app", f'"{first}" = 1\n')
+    assert lock_project(project).lock.repo_ids == (middle,)
+    before = (project / "kernels.lock").read_bytes()
+    add_redirect(built, NEW)
+
+    again = lock_project(project)
+    assert (again.written, again.changes) == (False, []) and (project / "kernels.lock").read_bytes() == before
+
+    data = validated(run_cli("outdated", "--json", str(project)), "outdated")
+    (drift,) = data["kernels"]
+    new_v1 = moved.repos[NEW].branches["v1"]
+    assert (drift["repo_id"], drift["redirects"], drift["upgrade_commit"]) == (middle, [first, middle, NEW], new_v1)
+    assert drift["drifted"] is True and run_cli("outdated", "--exit-code", str(project)).returncode == 1
+    assert lock_project(project, upgrade=True).lock.repo_ids == (NEW,)
+
+
+def test_a_redirect_loop_is_one_line_naming_each_repo(hub_env, tmp_path) -> None:
+    one, two = "kernels-test/redirect-loop-one", "kernels-test/redirect-loop-two"
+    built_one = hub_env.add_repo(KernelRepo(one, (Release("1.0.0"),)))
+    built_two = hub_env.add_repo(KernelRepo(two, (Release("1.0.0"),)))
+    main_one, main_two = add_redirect(built_one, two), add_redirect(built_two, one)
+    project = write_project(tmp_path / "app", f'"{one}" = 1\n')
+    result = run_cli("lock", str(project))
+    assert result.returncode == 1 and not (project / "kernels.lock").exists()
+    assert result.stderr.splitlines() == [
+        f"error: {one}@{main_one[:12]}: kernel-status.toml redirects to {two}; {two}@{main_two[:12]}: "
+        f"kernel-status.toml redirects to {one}: a loop of redirects; ask the owners of {one} and {two} to fix it"
+    ]
+
+
+def test_a_chain_longer_than_the_bound_is_one_line(hub_env, tmp_path) -> None:
+    bound = 8  # docs/locking.md: at most 8 redirects are followed
+    names = [f"kernels-test/redirect-long-{i}" for i in range(bound + 2)]
+    for name, destination in zip(names, names[1:]):
+        add_redirect(hub_env.add_repo(KernelRepo(name, (Release("1.0.0"),))), destination)
+    project = write_project(tmp_path / "app", f'"{names[0]}" = 1\n')
+    result = run_cli("lock", str(project))
+    assert result.returncode == 1 and not (project / "kernels.lock").exists()
+    assert result.stderr.splitlines() == [
+        f"error: {names[0]}: kernel-status.toml redirects more than {bound} times "
+        f"({' -> '.join(names)}); kernel-deps follows at most {bound}: "
+        f"ask the owners of {names[0]} to point it at the repo it moved to"
+    ]
+
+
+def test_a_redirect_to_a_missing_repo_names_the_repo_that_redirects(hub_env, tmp_path) -> None:
+    repo_id, gone = "kernels-test/redirect-dangling", "kernels-test/redirect-nowhere"
+    main = add_redirect(hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),))), gone)
+    project = write_project(tmp_path / "app", f'"{repo_id}" = 1\n')
+    result = run_cli("lock", str(project))
+    assert result.returncode == 1 and not (project / "kernels.lock").exists()
+    assert result.stderr.splitlines() == [
+        f"error: {repo_id}@{main[:12]}: kernel-status.toml redirects to {gone}, which is missing: kernel repo "
+        f"'{gone}' not found on {hub_env.url}; check the name, or set HF_TOKEN if the repo is private"
+    ]

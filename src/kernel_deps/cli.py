@@ -547,6 +547,7 @@ def outdated(project_dir: Path, as_json: bool, quiet: bool, exit_code: bool) -> 
     """Show, per locked kernel, what --upgrade would take, newer releases and moved refs."""
     from dataclasses import asdict
 
+    from kernel_deps.index import describe_redirects
     from kernel_deps.outdated import outdated_project
 
     report = outdated_project(project_dir)
@@ -559,11 +560,17 @@ def outdated(project_dir: Path, as_json: bool, quiet: bool, exit_code: bool) -> 
             rows.append((
                 k.repo_id,
                 _short(k.locked_version, k.locked_commit),
-                _short(k.upgrade_version, k.upgrade_commit) if k.upgradable else "-",
+                _upgrade_cell(k) if k.upgradable else "-",
                 _short(k.latest_version, k.latest_commit) if k.latest_version else "-",
             ))  # fmt: skip
         _echo_table(rows)
         for k in report.kernels:
+            if k.redirects:
+                then = _upgrade_cell(k) if k.upgradable else "nothing"
+                click.echo(
+                    f"{_colour('note:', fg='yellow')} {describe_redirects(k.redirects)}; "
+                    f"kernels lock --upgrade would lock {then} in its place"
+                )
             if k.ref_moved_to:
                 changed = ", ".join(k.changed_variants) or "none"
                 click.echo(
@@ -574,6 +581,12 @@ def outdated(project_dir: Path, as_json: bool, quiet: bool, exit_code: bool) -> 
             click.echo(f"all {len(report.kernels)} locked kernels are current")
     if exit_code and report.drifted:
         sys.exit(1)
+
+
+def _upgrade_cell(k) -> str:
+    """What --upgrade would lock, with the repo it lies in when redirects lead elsewhere."""
+    upgrade = _short(k.upgrade_version, k.upgrade_commit)
+    return f"{k.upgrade_repo_id} {upgrade}" if k.redirects else upgrade
 
 
 def _short(version: str | None, commit: str | None) -> str:

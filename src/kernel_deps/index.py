@@ -17,10 +17,16 @@ import threading
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable, Sequence, TypeVar
 
 from kernel_deps import cache
-from kernel_deps.errors import HubError, InvalidKernelMetadataError, InvalidRepoIdError, PyprojectError
+from kernel_deps.errors import (
+    HubError,
+    InvalidKernelMetadataError,
+    InvalidRepoIdError,
+    PyprojectError,
+    RepoNotFoundError,
+)
 from kernel_deps.hashing import variant_hash
 from kernel_deps.hub import MAX_SMALL_FILE_BYTES, CommitListing, HubClient, RepoRefs, TreeFile
 from kernel_deps.settings import BUILD_DIR, HUB_RESOLVE_WORKERS, KERNEL_STATUS_NAME
@@ -28,6 +34,10 @@ from kernel_deps.spec import KernelRequirement, parse_kernel_depends, validate_r
 from kernel_deps.variants import is_valid_variant_name
 
 T = TypeVar("T")
+
+# How many redirects in a row are followed (A -> B -> C is two); the Hugging Face library
+# follows one, and a longer chain than this is refused rather than walked.
+MAX_REDIRECTS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +76,9 @@ class KernelIndex:
         self._calls = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kernel-deps-hub")
         self._memo: dict[tuple, _Once] = {}
         self._lock = threading.Lock()
-        # Every repo found to redirect during this run, for the notes `kernels lock` prints.
-        self.redirects_followed: dict[str, Redirect] = {}
+        # Every repo found to redirect during this run, with each redirect met from it on,
+        # for the notes `kernels lock` prints.
+        self.redirects_followed: dict[str, tuple[Redirect, ...]] = {}
         # Repos whose prior pin holds: a redirect added upstream since does not move them.
         self.held = frozenset(held)
         self._cache_root = cache.cache_root()
@@ -153,21 +164,55 @@ class KernelIndex:
             if main is None or KERNEL_STATUS_NAME not in self.listing(repo_id, main).top_level:
                 return None
             data = self.hub.read_small_file(repo_id, main, KERNEL_STATUS_NAME)
-            return parse_kernel_status(repo_id, data, f"{repo_id}@{main[:12]}: {KERNEL_STATUS_NAME}")
+            found = parse_kernel_status(repo_id, data, f"{repo_id}@{main[:12]}: {KERNEL_STATUS_NAME}")
+            return replace(found, commit=main)
 
-        found = self._once(("redirect", repo_id), fetch)
-        if found is not None:
+        return self._once(("redirect", repo_id), fetch)
+
+    def redirects_from(self, repo_id: str) -> tuple[Redirect, ...]:
+        """The redirects met from ``repo_id`` on: its own, its destination's, and so on, to a
+        repo that does not redirect or is ``held`` (its pin holds); empty when ``repo_id``
+        itself does not redirect. The one rule `kernels lock` and `kernels outdated` follow.
+
+        InvalidKernelMetadataError for a loop or more than :data:`MAX_REDIRECTS`; HubError
+        naming each redirect on the way when the last destination does not exist."""
+        hops: list[Redirect] = []
+        current = repo_id
+        while current not in self.held:
+            try:
+                found = self.redirect(current)
+            except RepoNotFoundError as exc:
+                if not hops:
+                    raise
+                raise HubError(f"{_redirect_trail(hops)}, which is missing: {exc.message}") from None
+            if found is None:
+                break
+            hops.append(found)
+            met = [repo_id, *(hop.destination for hop in hops[:-1])]
+            if found.destination in met:
+                owners = _and(met[met.index(found.destination):])  # those in the loop
+                raise InvalidKernelMetadataError(
+                    f"{_redirect_trail(hops)}: a loop of redirects; ask the owners of {owners} to fix it"
+                )
+            if len(hops) > MAX_REDIRECTS:
+                way = " -> ".join([repo_id, *(hop.destination for hop in hops)])
+                raise InvalidKernelMetadataError(
+                    f"{repo_id}: {KERNEL_STATUS_NAME} redirects more than {MAX_REDIRECTS} times ({way}); kernel-deps "
+                    f"follows at most {MAX_REDIRECTS}: ask the owners of {repo_id} to point it at the repo it moved to"
+                )
+            current = found.destination
+        if hops:
             with self._lock:
-                self.redirects_followed[repo_id] = found
-        return found
+                self.redirects_followed[repo_id] = tuple(hops)
+        return tuple(hops)
 
     def follow_redirects(self, requirements: Iterable[KernelRequirement]) -> list[KernelRequirement]:
-        """``requirements`` with each repo that redirects replaced by its destination (one hop,
-        as the Hugging Face library follows them); the repos are asked concurrently. A repo
-        in ``held`` (pinned by the prior lock) is kept as it is and not asked."""
+        """``requirements`` with each repo that redirects replaced by where its redirects
+        lead (:meth:`redirects_from`); the repos are asked concurrently. A repo in ``held``
+        (pinned by the prior lock) is kept as it is and not asked."""
         requirements = list(requirements)
-        found = list(self._calls.map(lambda req: None if req.repo_id in self.held else self.redirect(req.repo_id), requirements))
-        return [req if to is None else replace(req, repo_id=to.destination) for req, to in zip(requirements, found)]
+        found = list(self._calls.map(lambda req: self.redirects_from(req.repo_id), requirements))
+        return [replace(req, repo_id=hops[-1].destination) if hops else req for req, hops in zip(requirements, found)]
 
     def _metadata_of(self, repo_id: str, commit: str, entry: TreeFile) -> dict:
         """A listed ``metadata.json``, read once per content hash in this run; the bytes
@@ -250,6 +295,24 @@ class Redirect:
     source: str
     destination: str
     revision: str = "main"
+    commit: str = ""  # the main branch's commit the file was read at
+
+
+def describe_redirects(way: Sequence[str]) -> str:
+    """``A redirects to B, which redirects to C (kernel-status.toml on their main branches)``
+    for the repos ``way`` names, from the one asked for to where its redirects lead."""
+    text = f"{way[0]} redirects to {way[1]}" + "".join(f", which redirects to {repo_id}" for repo_id in way[2:])
+    where = "its main branch" if len(way) == 2 else "their main branches"
+    return f"{text} ({KERNEL_STATUS_NAME} on {where})"
+
+
+def _redirect_trail(hops: Sequence[Redirect]) -> str:
+    """Each redirect with the repo, commit and file it comes from, for errors."""
+    return "; ".join(f"{h.source}@{h.commit[:12]}: {KERNEL_STATUS_NAME} redirects to {h.destination}" for h in hops)
+
+
+def _and(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def parse_kernel_status(repo_id: str, data: bytes, source: str) -> Redirect:

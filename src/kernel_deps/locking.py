@@ -112,7 +112,7 @@ def lock_project(
         # change: no Hub needed.
         return LockOutcome(path, previous, previous, [], True, False, targets=targets)
     from kernel_deps.hub import HubClient
-    from kernel_deps.index import KernelIndex
+    from kernel_deps.index import KernelIndex, describe_redirects
 
     hub = hub or HubClient()
     # One time budget for the whole resolution. Pins hold: a redirect added upstream since
@@ -123,8 +123,8 @@ def lock_project(
         resolution = resolve(followed, index, pins=pins, targets=targets)
         lock = build_lockfile(resolution, followed, index, pins=pins, redirected_from=redirected_from)
         notes = [
-            f"{source} redirects to {to.destination} ({KERNEL_STATUS_NAME} on its main branch); locked {to.destination}"
-            for source, to in sorted(index.redirects_followed.items())
+            f"{describe_redirects([source, *(hop.destination for hop in hops)])}; locked {hops[-1].destination}"
+            for source, hops in sorted(index.redirects_followed.items())
         ]
         notes += resolution_notes(resolution, lock, index)
 

@@ -1,9 +1,11 @@
 """`kernels outdated` as a library function: how far each pin is from what upstream offers.
 
 For every locked kernel: the locked version and commit; what ``kernels lock --upgrade``
-would pick within the requirements; the newest release outside them; and whether the tag
-or branch the lock recorded has moved since, with the variants whose hashes differ at its
-new commit. Nothing is written and nothing fails on drift: the report says what is there.
+would pick within the requirements (at the repo its redirects lead to, when the locked repo,
+or the one pyproject.toml names for it, redirects now); the newest release outside them;
+and whether the tag or branch the lock recorded has moved since, with the variants whose
+hashes differ at its new commit. Nothing is written and nothing fails on drift: the report
+says what is there.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ class KernelDrift:
     locked_version: str | None
     locked_commit: str
     upgrade_version: str | None  # what --upgrade would lock (within the requirements)
-    upgrade_commit: str | None
+    upgrade_commit: str | None  # ... in the last repo of ``redirects`` when there are any
+    # The way redirects lead now, from the repo asked for (this one, or the one in its
+    # redirected_from) to another than this: (A, B) for A -> B. Empty when they lead here.
+    redirects: tuple[str, ...]
     latest_version: str | None  # the newest release the requirements exclude, if newer
     latest_commit: str | None
     ref_moved_to: str | None  # where the recorded tag or branch points now, if elsewhere
@@ -38,13 +43,19 @@ class KernelDrift:
 
     @property
     def upgradable(self) -> bool:
-        """Whether ``kernels lock --upgrade`` would move this pin."""
-        return self.upgrade_commit is not None and self.upgrade_commit != self.locked_commit
+        """Whether ``kernels lock --upgrade`` would move this pin (to another commit or repo)."""
+        return self.upgrade_commit is not None and (self.upgrade_commit != self.locked_commit or bool(self.redirects))
+
+    @property
+    def upgrade_repo_id(self) -> str:
+        """The repo ``kernels lock --upgrade`` would lock in this one's place."""
+        return self.redirects[-1] if self.redirects else self.repo_id
 
     @property
     def drifted(self) -> bool:
         """Whether anything upstream differs from the pin."""
-        return self.upgradable or self.latest_version is not None or self.ref_moved_to is not None
+        moved = self.latest_version is not None or self.ref_moved_to is not None or bool(self.redirects)
+        return self.upgradable or moved
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,17 +80,33 @@ def outdated_project(project_dir: Path, *, hub: HubClient | None = None) -> Outd
         upgraded = resolve(index.follow_redirects(requirements), index, targets=targets)  # as `kernels lock --upgrade` would
         found = []
         for entry in lock.kernels:
-            asked = upgraded.requirements.get(entry.repo_id, ())
-            pick = upgraded.pins.get(entry.repo_id)
-            found.append(_drift(entry, asked, pick, index))
+            way = _redirects(entry, index)
+            there = way[-1] if way else entry.repo_id
+            found.append(_drift(entry, way, upgraded.requirements.get(there, ()), upgraded.pins.get(there), index))
     return OutdatedReport(path, tuple(found))
 
 
+def _redirects(entry: LockedKernel, index: KernelIndex) -> tuple[str, ...]:
+    """Where the redirects of the repos the entry answers for lead now, when not to the entry
+    itself: the ones pyproject.toml names for it first, then its own (by the rule `kernels
+    lock` follows, with no pin held)."""
+    for repo_id in (*entry.redirected_from, entry.repo_id):
+        hops = index.redirects_from(repo_id)
+        if hops and hops[-1].destination != entry.repo_id:
+            return (repo_id, *(hop.destination for hop in hops))
+    return ()
+
+
 def _drift(
-    entry: LockedKernel, asked: tuple[KernelRequirement, ...], pick: Candidate | None, index: KernelIndex
+    entry: LockedKernel,
+    redirects: tuple[str, ...],
+    asked: tuple[KernelRequirement, ...],
+    pick: Candidate | None,
+    index: KernelIndex,
 ) -> KernelDrift:
     refs = index.refs(entry.repo_id).refs
-    latest = _newest_outside(versions_from_refs(refs), asked)
+    there = redirects[-1] if redirects else entry.repo_id
+    latest = _newest_outside(versions_from_refs(index.refs(there).refs), asked)
     moved = next((r.commit for r in refs if r.name == entry.version and r.commit != entry.sha), None)
     changed: tuple[str, ...] = ()
     if moved is not None:
@@ -94,6 +121,7 @@ def _drift(
         locked_commit=entry.sha,
         upgrade_version=version_name(pick, asked) if pick is not None else None,
         upgrade_commit=pick.commit if pick is not None else None,
+        redirects=redirects,
         latest_version=latest.ref.name if latest is not None else None,
         latest_commit=latest.ref.commit if latest is not None else None,
         ref_moved_to=moved,
