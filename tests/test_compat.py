@@ -83,7 +83,7 @@ MALFORMED_017 = [
     ([pin017(version=1, revision="main")], "'[0].dependency'", "exactly one of 'version' and 'revision'"),
     ([{"dependency": {"repo-id": "a/b"}, "lock": {"commit": SHA_A}}], "'[0].dependency'", "exactly one"),
     ([pin017(version="1")], "'[0].dependency.version'", "invalid version '1'"),
-    ([pin017(version=True)], "'[0].dependency.version'", "invalid version True"),
+    ([pin017(version=True)], "'[0].dependency.version'", "invalid version true"),  # as JSON writes it
     ([pin017(version=-1)], "'[0].dependency.version'", "invalid version -1"),
     ([pin017(revision="")], "'[0].dependency.revision'", "invalid revision ''"),
     ([pin017(commit="abc")], "'[0].lock.commit'", "invalid commit 'abc'"),

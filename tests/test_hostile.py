@@ -117,7 +117,7 @@ def test_a_folder_that_is_not_a_variant_name_is_never_locked(hub_env, tmp_path) 
     ("name", "metadata", "error", "message"),
     [
         ("huge", b'{"name": "x", "pad": "' + b"a" * (2 << 20) + b'"}', HubError, "is larger than 1048576 bytes; refusing to read it"),
-        ("malformed", b'{"kernel-depends": [', HubError, "metadata.json is not valid JSON"),
+        ("malformed", b'{"kernel-depends": [', HubError, "metadata.json cannot be read: not valid JSON"),
         ("not-object", b'["kernel-depends"]', HubError, "metadata.json is not a JSON object"),
         ("bad-depends", b'{"kernel-depends": [{"repo-id": "../../etc", "version": ">=1"}]}', InvalidKernelMetadataError, "../../etc"),
     ],

@@ -63,7 +63,7 @@ def test_a_malformed_entry_is_one_complete_line(entries: list, message: str) -> 
 def test_a_number_too_long_to_read_is_named_as_such() -> None:
     with pytest.raises(LockfileError) as caught:
         Lockfile.from_json('[{"repo_id": ' + "1" * 5000 + "}]", source="app/kernels.lock")
-    assert str(caught.value) == "app/kernels.lock: cannot be read (a number too long); fix the file or rerun 'kernels lock'"
+    assert str(caught.value) == "app/kernels.lock: holds an integer of 5000 digits (at most 40); fix the file or rerun 'kernels lock'"
 
 
 def test_records_built_in_code_name_the_field_and_the_value() -> None:

@@ -217,7 +217,7 @@ MALFORMED = [
     (entries_with(dependencies=DROP), "'[1]' (kernels-test/rotary)", "missing key 'dependencies'"),
     (entries_with(hash=HASH_B), "'[1].hash' (kernels-test/rotary)", "unknown key 'hash'"),
     (entries_with(variants=[]), "'[1].variants'", "invalid variants []"),
-    (entries_with(variants=None), "'[1].variants'", "invalid variants None"),
+    (entries_with(variants=None), "'[1].variants'", "invalid variants null"),
     (entries_with(variants={UV: HASH_B}), f"'[1].variants.{UV}'", f"invalid value {HASH_B!r}"),
     (entries_with(variants={UV: variant_with(hash="sha256-x")}), f"'[1].variants.{UV}.hash'", "'sha256-x'"),
     (entries_with(variants={UV: variant_with(hash_type="sha1")}), f"'[1].variants.{UV}.hash_type'", "'sha1'"),
@@ -227,7 +227,7 @@ MALFORMED = [
     (entries_with(variants={"../x": variant_with()}), "'[1].variants['../x']'", "invalid variant name '../x'"),
     (entries_with(variants={"torch-" + "x" * 95: variant_with()}), "'[1].variants['torch-xxx", "at most 100 characters"),
     (entries_with(version=2), "'[1].version'", "invalid version 2"),
-    (entries_with(version=None), "'[1].version'", "invalid version None"),
+    (entries_with(version=None), "'[1].version'", "invalid version null"),
     (entries_with(requirement=""), "'[1].requirement'", "invalid requirement ''"),
     (entries_with(dependencies=ROTARY), "'[1].dependencies'", f"invalid dependencies {ROTARY!r}"),
     (entries_with(dependencies=["rotary"]), "'[1].dependencies[0]'", "invalid repo id 'rotary'"),
@@ -238,8 +238,8 @@ MALFORMED = [
     ([*entries_with(), entries_with()[1]], "'[1].repo_id' and '[2].repo_id'", f"duplicate repo_id {ROTARY!r}"),
     ({"kernels": []}, "top level", "{'kernels': []}"),
     ("[{]", "line 1 column 3", "not valid JSON"),
-    ('[{"repo_id": "a/b", "repo_id": "a/c"}]', "duplicate key", "'repo_id'"),
-    ("[" * 100_000, "", "nested too deeply"),
+    ('[{"repo_id": "a/b", "repo_id": "a/c"}]', "twice in one object", "'repo_id'"),
+    ("[" * 100_000, "", "nested more than 64 deep"),
 ]
 
 

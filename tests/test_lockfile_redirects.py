@@ -88,7 +88,7 @@ def test_a_record_built_in_code_keeps_its_redirects_sorted() -> None:
         ([entry(variants={"torch-universal": {"hash": HASH, "hash_type": "md5"}})],
          f"invalid hash type 'md5' in '[0].variants.torch-universal.hash_type' ({NEW}); "
          f"expected 'git_lfs_concat'; {FIX}"),
-        ([entry(version=None)], f"invalid version None in '[0].version' ({NEW}); "
+        ([entry(version=None)], f"invalid version null in '[0].version' ({NEW}); "
                                 f"expected a string, or no key at all; {FIX}"),
         ([entry(requirement=1)], f"invalid requirement 1 in '[0].requirement' ({NEW}); "
                                  f"expected a string, or no key at all; {FIX}"),
@@ -112,7 +112,7 @@ def test_a_malformed_entry_is_one_complete_line(entries: list, message: str) -> 
 def test_a_lock_nested_too_deeply_is_named_as_such() -> None:
     with pytest.raises(LockfileError) as caught:
         Lockfile.from_json("[" * 200_000 + "]" * 200_000, source="app/kernels.lock")
-    assert str(caught.value) == "app/kernels.lock: cannot be read (nested too deeply); fix the file or rerun 'kernels lock'"
+    assert str(caught.value) == "app/kernels.lock: nested more than 64 deep; fix the file or rerun 'kernels lock'"
 
 
 def test_an_unreadable_lock_names_the_reason_only(tmp_path: Path) -> None:

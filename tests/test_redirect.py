@@ -97,8 +97,9 @@ def test_an_unknown_status_is_one_line_naming_the_file(hub_env, tmp_path) -> Non
     result = run_cli("lock", str(project))
     assert result.returncode == 1 and not (project / "kernels.lock").exists()
     assert result.stderr.splitlines() == [
-        f"error: {repo_id}@{main[:12]}: kernel-status.toml: kind = 'retired': the only status kernel-deps (and the "
-        f"Hugging Face library) knows is 'redirect'; ask the owners of {repo_id} to fix it, or pin a revision"
+        f'error: {repo_id}@{main[:12]}: kernel-status.toml: kind = "retired", a status this version of kernel-deps '
+        f'does not understand (it knows only "redirect", as the Hugging Face library does); upgrade kernel-deps if a '
+        f"newer one knows it, or ask the owners of {repo_id} about the file"
     ]
 
 

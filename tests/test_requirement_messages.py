@@ -98,5 +98,5 @@ def depends_message(entries: list) -> str:
 def test_kernel_depends_messages_name_the_entry_and_what_is_wrong() -> None:
     a = {"repo-id": "org/a", "version": ">=1"}
     assert depends_message([a, a]).endswith(f"kernel-depends[1] = {show_toml(a)}: org/a is listed twice")
-    assert depends_message([a, None]).endswith(f"kernel-depends[1] = None: a NoneType is not a dependency; {EXPECTED_DEPENDS}")
+    assert depends_message([a, None]).endswith(f"kernel-depends[1] = null: null is not a dependency; {EXPECTED_DEPENDS}")
     assert depends_message([{"version": "1"}]).endswith(f': "repo-id" is missing; {EXPECTED_DEPENDS}')

@@ -214,7 +214,8 @@ def test_long_values_are_shortened(tmp_path: Path) -> None:
         read_requirements(write(tmp_path, f'{HEAD}"org/{"n" * 100}" = "{"<" * 200}"\n'))
     message = assert_one_line(caught.value)
     assert ':6: [tool.kernels.dependencies] "org/nnn' in message
-    assert "...: invalid kernel repo id 'org/nnn" in message and "': longer than 96 characters" in message
+    assert "...: invalid kernel repo id 'org/nnn" in message and "...: longer than 96 characters" in message
+    assert "n" * 100 not in message  # the repo id is quoted briefly in the reason too
     assert "<" * 78 not in message and "<" * 70 in message
 
 

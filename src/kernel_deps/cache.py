@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
 
-from kernel_deps import atomicfile
+from kernel_deps import atomicfile, jsondoc
 from kernel_deps.hashing import git_blob_id, git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
 from kernel_deps.pools import shared_map
 from kernel_deps.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS, hash_threads
@@ -141,9 +141,11 @@ def _walk_files(folder: Path) -> Iterable[tuple[str, Path]]:
 
 
 def _read_manifest(repo: Path, commit: str, variant: str, expected_hash: str) -> dict[str, str] | None:
-    """The recorded files of a variant, only if they hash to the locked value."""
+    """The recorded files of a variant, only if they hash to the locked value. A manifest that
+    cannot be read (JSONDocumentError is a ValueError) is no record: the files are still
+    hashed and checked against the lock, only not named one by one."""
     try:
-        entries = json.loads(manifest_path(repo, commit, variant).read_text(encoding="utf-8"))
+        entries = jsondoc.loads(manifest_path(repo, commit, variant).read_bytes())
         files = {str(path): str(digest) for path, digest in entries["files"].items() if is_hashed_path(str(path))}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -31,6 +31,7 @@ import_huggingface_hub()  # first: malformed HF_* settings must not fail this im
 import httpx2
 from huggingface_hub import hf_hub_url
 
+from kernel_deps import jsondoc
 from kernel_deps.errors import (
     HubError,
     PathNotFoundError,
@@ -203,9 +204,10 @@ class HubClient:
         # Only the commit ids are read: some Hub-compatible servers shape author records differently.
         resp = self.transport.get(self._api_url(repo_id, f"commits/{commit}"), Target(repo_id, commit))
         try:
-            entries = resp.json()
-        except ValueError:
-            raise HubError(f"{repo_id}@{commit[:12]}: the Hub's commit list is not JSON") from None
+            entries = jsondoc.loads(resp.content)
+        except jsondoc.JSONDocumentError as exc:
+            where = f"{repo_id}@{commit[:12]}: the Hub's commit list"
+            raise HubError(f"{where} is not JSON kernel-deps can read ({exc})") from None
         if not isinstance(entries, list):
             raise HubError(f"{repo_id}@{commit[:12]}: the Hub's commit list is malformed")
         return {entry["id"] for entry in entries if isinstance(entry, dict) and "id" in entry}
@@ -264,9 +266,10 @@ class HubClient:
                 resp = self.transport.get(url, Target(repo_id, commit), params=params)
                 params = None  # the next-page URL carries its own query
                 try:
-                    items = resp.json()
-                except ValueError:
-                    raise HubError(f"{repo_id}@{commit[:12]}: the Hub's tree listing of {folder or '/'} is not JSON") from None
+                    items = jsondoc.loads(resp.content)
+                except jsondoc.JSONDocumentError as exc:
+                    where = f"{repo_id}@{commit[:12]}: the Hub's tree listing of {folder or '/'}"
+                    raise HubError(f"{where} is not JSON kernel-deps can read ({exc})") from None
                 if not isinstance(items, list) or not all(isinstance(i, dict) and "path" in i for i in items):
                     raise HubError(f"{repo_id}@{commit[:12]}: the Hub's tree listing of {folder or '/'} is malformed")
                 entries += items
@@ -374,7 +377,7 @@ def _tree_file(where: str, entry: dict) -> TreeFile:
 def _parse_refs(repo_id: str, resp: httpx2.Response) -> tuple[GitRef, ...]:
     """Branches and tags from a ``/refs`` answer (``{"branches": [...], "tags": [...]}``)."""
     try:
-        data = resp.json()
+        data = jsondoc.loads(resp.content)
         return tuple(
             GitRef(item["name"], kind, item["targetCommit"])
             for kind, group in (("branch", "branches"), ("tag", "tags"))

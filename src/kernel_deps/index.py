@@ -12,14 +12,13 @@ failure is kept and raised only if the resolver asks for that answer.
 
 from __future__ import annotations
 
-import json
 import threading
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence, TypeVar
 
-from kernel_deps import cache
+from kernel_deps import cache, jsondoc
 from kernel_deps.errors import (
     HubError,
     InvalidKernelMetadataError,
@@ -30,7 +29,7 @@ from kernel_deps.errors import (
 from kernel_deps.hashing import variant_hash
 from kernel_deps.hub import MAX_SMALL_FILE_BYTES, CommitListing, HubClient, RepoRefs, TreeFile
 from kernel_deps.settings import BUILD_DIR, HUB_RESOLVE_WORKERS, KERNEL_STATUS_NAME
-from kernel_deps.spec import KernelRequirement, parse_kernel_depends, validate_repo_id
+from kernel_deps.spec import KernelRequirement, parse_kernel_depends, show_toml, validate_repo_id
 from kernel_deps.variants import is_valid_variant_name
 
 T = TypeVar("T")
@@ -322,28 +321,39 @@ def parse_kernel_status(repo_id: str, data: bytes, source: str) -> Redirect:
         parsed = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InvalidKernelMetadataError(f"{source} is not valid TOML ({exc})") from None
+    except ValueError:  # Python reads no integer of more than 4300 digits
+        raise InvalidKernelMetadataError(f"{source} is not valid TOML (an integer of more than 4300 digits)") from None
     kind = parsed.get("kind")
     if kind != "redirect":
+        stated = "no kind" if kind is None else f"kind = {show_toml(kind)}"
         raise InvalidKernelMetadataError(
-            f"{source}: kind = {kind!r}: the only status kernel-deps (and the Hugging Face library) knows is "
-            f"'redirect'; ask the owners of {repo_id} to fix it, or pin a revision"
+            f"{source}: {stated}, a status this version of kernel-deps does not understand (it knows only "
+            f'"redirect", as the Hugging Face library does); upgrade kernel-deps if a newer one knows it, '
+            f"or ask the owners of {repo_id} about the file"
         )
     destination, revision = parsed.get("destination"), parsed.get("revision", "main")
+    if destination is None:
+        expected = 'expected destination = "org/name"'
+        raise InvalidKernelMetadataError(f"{source}: a redirect without a destination; {expected}")
     try:
         validate_repo_id(destination)  # type: ignore[arg-type]
     except InvalidRepoIdError:
-        raise InvalidKernelMetadataError(f"{source}: destination = {destination!r} is not a repo id (org/name)") from None
+        shown = show_toml(destination)
+        raise InvalidKernelMetadataError(f"{source}: destination = {shown} is not a repo id (org/name)") from None
     if destination == repo_id or not isinstance(revision, str) or not revision:
-        raise InvalidKernelMetadataError(f"{source}: a redirect to {destination!r} at revision {revision!r} leads nowhere")
+        raise InvalidKernelMetadataError(
+            f"{source}: a redirect to {show_toml(destination)} at revision {show_toml(revision)} leads nowhere"
+        )
     return Redirect(repo_id, destination, revision)
 
 
 def parse_metadata(data: bytes, source: str) -> dict:
     """A variant's ``metadata.json`` as a dict; HubError naming ``source`` when it is not one."""
     try:
-        parsed = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise HubError(f"{source} is not valid JSON ({exc})") from None
+        parsed = jsondoc.loads(data)
+    except jsondoc.JSONDocumentError as exc:
+        advice = "ask the kernel's owners to fix it, or require another version"
+        raise HubError(f"{source} cannot be read: {exc}; {advice}") from None
     if not isinstance(parsed, dict):
         raise HubError(f"{source} is not a JSON object")
     return parsed

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernel_deps import atomicfile
+from kernel_deps import atomicfile, jsondoc
 from kernel_deps.errors import InvalidRepoIdError, LockfileError
 from kernel_deps.hashing import HASH_TYPE
 from kernel_deps.settings import LOCK_NAME
-from kernel_deps.spec import validate_repo_id
+from kernel_deps.spec import show_value, validate_repo_id
 from kernel_deps.variants import MAX_NAME_LENGTH as MAX_VARIANT_NAME_LENGTH
 
 __all__ = ["LockedKernel", "Lockfile", "VariantLock", "read_lock_text", "read_lockfile", "write_lockfile"]
@@ -45,7 +45,18 @@ _ENTRY_KEYS = ("repo_id", "sha", "variants", "version", "requirement", "dependen
 _REQUIRED_KEYS = ("repo_id", "sha", "variants", "dependencies")
 _VARIANT_KEYS = ("hash", "hash_type")
 _FIX = "fix the entry or rerun 'kernels lock'"
-_show = reprlib.Repr()  # quotes bad values briefly, whatever their size or depth
+
+
+class _Brief(reprlib.Repr):
+    """Quotes bad values briefly, whatever their size or depth; JSON's null, true and false as written."""
+
+    def repr1(self, x: Any, level: int) -> str:
+        if x is None or isinstance(x, bool):
+            return json.dumps(x)
+        return super().repr1(x, level)
+
+
+_show = _Brief()
 _show.maxstring = _show.maxother = 80
 _show.maxlist = _show.maxdict = 4
 _show.maxlevel = 2
@@ -127,7 +138,7 @@ def repo_id_problem(value: object) -> str | None:
     try:
         validate_repo_id(value)
     except InvalidRepoIdError as exc:
-        return exc.message.removeprefix(f"invalid kernel repo id {value!r}: ")
+        return exc.message.removeprefix(f"invalid kernel repo id {show_value(value)}: ")
     return None
 
 
@@ -327,13 +338,9 @@ def load_entries(text: str, source: str) -> list[Any]:
     """Decode JSON (rejecting duplicate keys) and require a list at the top level."""
     hint = "fix the file or rerun 'kernels lock'"
     try:
-        data = json.loads(text, object_pairs_hook=lambda pairs: _no_duplicate_keys(pairs, source))
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno} column {exc.colno}: {exc.msg}"
-        raise LockfileError(f"{source}: not valid JSON ({where}); {hint}") from None
-    except (ValueError, RecursionError) as exc:  # Python's own limits on numbers and nesting
-        what = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long"
-        raise LockfileError(f"{source}: cannot be read ({what}); {hint}") from None
+        data = jsondoc.loads(text, no_duplicate_keys=True)
+    except jsondoc.JSONDocumentError as exc:
+        raise LockfileError(f"{source}: {exc}; {hint}") from None
     if not isinstance(data, list):
         raise LockfileError(f"{source}: invalid top level {_show.repr(data)}; expected a JSON list of entries; {hint}")
     return data
@@ -396,13 +403,3 @@ def _get_variants(entry: dict[str, Any]) -> Any:
         except FieldError as exc:
             raise exc.within(f".variants{step(name)}") from None
     return variants
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]], source: str) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            duplicate = _show.repr(key)
-            raise LockfileError(f"{source}: duplicate key {duplicate} in an object; expected each key once; {_FIX}")
-        obj[key] = value
-    return obj

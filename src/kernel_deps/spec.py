@@ -25,6 +25,8 @@ _PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _REPO_ID = re.compile(rf"^{_PART}/{_PART}$")
 
 TABLE = "[tool.kernels.dependencies]"
+# A major version names the branch v<major>; more digits than this are a typo or an attack.
+MAX_MAJOR_DIGITS = 9
 _EXPECTED = 'expected a PEP 440 range like ">=1.2,<2", a major version like 1, or { revision = "..." }'
 _EXPECTED_DEPENDS = 'expected {"repo-id": "org/name", "version": ">=1.2,<2"} or { ..., "revision": "..." }'
 _EXPECTED_ARG = "expected ORG/NAME, ORG/NAME<specifier> (e.g. 'org/name>=1.2,<2') or ORG/NAME@REVISION"
@@ -45,11 +47,11 @@ def validate_repo_id(repo_id: str) -> str:
     """Return ``repo_id`` if it is a valid ``org/name``, else raise InvalidRepoIdError."""
     if not isinstance(repo_id, str) or not _REPO_ID.match(repo_id) or "--" in repo_id or ".." in repo_id:
         raise InvalidRepoIdError(
-            f"invalid kernel repo id {repo_id!r}: expected 'org/name' "
+            f"invalid kernel repo id {show_value(repo_id)}: expected 'org/name' "
             "(letters, digits, '-', '_', '.'), e.g. 'kernels-community/activation'"
         )
     if len(repo_id) > 96:
-        raise InvalidRepoIdError(f"invalid kernel repo id {repo_id!r}: longer than 96 characters")
+        raise InvalidRepoIdError(f"invalid kernel repo id {show_value(repo_id)}: longer than 96 characters")
     return repo_id
 
 
@@ -166,6 +168,8 @@ def requirement_from_value(repo_id: object, value: object) -> KernelRequirement:
     if isinstance(value, int):
         if value < 0:
             raise InvalidEntry("a major version cannot be negative")
+        if value >= 10**MAX_MAJOR_DIGITS:
+            raise InvalidEntry(f"a major version of more than {MAX_MAJOR_DIGITS} digits is not a version")
         return KernelRequirement(repo_id, major=value)
     return KernelRequirement(repo_id, specifier=_specifier(value))
 
@@ -222,6 +226,10 @@ def show_toml(value: object, limit: int = 80) -> str:
         text = json.dumps(value, ensure_ascii=False)
     elif isinstance(value, bool):
         text = "true" if value else "false"
+    elif value is None:  # only JSON has it (kernel-depends): shown as written there
+        text = "null"
+    elif isinstance(value, int):
+        text = _show_int(value, limit)
     elif isinstance(value, dict):
         keys = (k if isinstance(k, str) and _BARE_KEY.fullmatch(k) else show_toml(str(k)) for k in value)
         text = "{ " + ", ".join(f"{k} = {show_toml(v)}" for k, v in zip(keys, value.values())) + " }" if value else "{}"
@@ -233,6 +241,25 @@ def show_toml(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def show_value(value: object, limit: int = 80) -> str:
+    """``value`` quoted for a message as Python writes it (``'org/name'``), ``null`` for JSON's
+    null, shortened past ``limit``."""
+    text = "null" if value is None else _show_int(value, limit) if isinstance(value, int) else _one_line(repr(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _show_int(value: int, limit: int) -> str:
+    """``value`` in decimal; a long one as its first digits and how many there are."""
+    try:
+        text = str(value)
+    except ValueError:  # Python writes no integer of more than 4300 digits
+        return "an integer of more than 4300 digits"
+    digits = len(text.lstrip("-"))
+    return text if len(text) <= min(limit, 40) else f"{text[:12]}... ({digits} digits)"
+
+
 def _kind(value: object) -> str:
-    """``value``'s TOML type for messages: "a float", "an array", ..."""
+    """``value``'s TOML type for messages: "a float", "an array", ...; ``null`` for JSON's null."""
+    if value is None:
+        return "null"
     return next((name for types, name in _KINDS if isinstance(value, types)), f"a {type(value).__name__}")

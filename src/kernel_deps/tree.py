@@ -12,20 +12,21 @@ dependency is read from its ``metadata.json`` when one of its variants is in the
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from kernel_deps import cache
+from kernel_deps import cache, jsondoc
 from kernel_deps.compat import read_lock_for_use
-from kernel_deps.errors import PyprojectError
+from kernel_deps.errors import InvalidKernelMetadataError, PyprojectError
 from kernel_deps.lockfile import LockedKernel, Lockfile, lock_path
 from kernel_deps.pyproject import read_project
 from kernel_deps.settings import BUILD_DIR
 from kernel_deps.spec import parse_kernel_depends
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.targets import Target, serving_variant
+
+_CHECK_CACHE = "run 'kernels verify' to check the cached files against the lock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,18 +106,28 @@ def _node(
 
 
 def _stated_requirements(kernel: LockedKernel, cache_root: Path | None) -> dict[str, str]:
-    """What ``kernel`` requires of each dependency, from a cached variant's metadata.json."""
+    """What ``kernel`` requires of each dependency, from a cached variant's metadata.json;
+    InvalidKernelMetadataError naming the file when one is there but cannot be read as one."""
     repo = cache.find_repo_dir(kernel.repo_id, cache_root)
     if repo is None:
         return {}
     for variant in sorted(kernel.variants):
         metadata = cache.variant_dir(repo, kernel.sha, variant) / "metadata.json"
+        source = f"{kernel.repo_id}@{kernel.sha[:12]}: {BUILD_DIR}/{variant}/metadata.json in the cache"
         try:
-            depends = json.loads(metadata.read_bytes()).get("kernel-depends", [])
-            source = f"{kernel.repo_id}@{kernel.sha[:12]} {BUILD_DIR}/{variant}/metadata.json"
-            return {req.repo_id: req.text for req in parse_kernel_depends(depends, source=source)}
-        except (OSError, ValueError, AttributeError, PyprojectError):
+            data = metadata.read_bytes()
+        except OSError:
             continue  # not cached, or not readable: the requirement is shown as unknown
+        try:
+            parsed = jsondoc.loads(data)
+            if not isinstance(parsed, dict):
+                raise jsondoc.JSONDocumentError("not a JSON object")
+            requirements = parse_kernel_depends(parsed.get("kernel-depends", []), source=source)
+        except jsondoc.JSONDocumentError as exc:
+            raise InvalidKernelMetadataError(f"{source} cannot be read: {exc}; {_CHECK_CACHE}") from None
+        except PyprojectError as exc:
+            raise InvalidKernelMetadataError(f"{exc.message}; {_CHECK_CACHE}") from None
+        return {req.repo_id: req.text for req in requirements}
     return {}
 
 
