@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import linecache
 import os
 import re
 import sys
@@ -148,16 +149,16 @@ def _module_name(package_dir: Path) -> str:
 
 
 def _warn_every_time(message: str, stacklevel: int) -> None:
-    """Warn on every call: a fresh registry, so Python's once-per-place default does not hide repeats."""
+    """Warn on every call: no registry, so Python's once-per-place default does not hide repeats."""
     frame = sys._getframe(stacklevel)
+    filename, lineno = frame.f_code.co_filename, frame.f_lineno
+    # The caller's source line is looked up through linecache, which treats a loader that
+    # cannot give the source as "no source". warn_explicit's module_globals would ask the
+    # loader itself and let its error out: under `python -c`, stdin or the REPL, __main__'s
+    # loader is BuiltinImporter, which raises ImportError for '__main__'.
+    linecache.getlines(filename, frame.f_globals)
     warnings.warn_explicit(
-        message,
-        LocalKernelWarning,
-        frame.f_code.co_filename,
-        frame.f_lineno,
-        module=frame.f_globals.get("__name__", "<unknown>"),
-        registry=None,
-        module_globals=frame.f_globals,
+        message, LocalKernelWarning, filename, lineno, module=frame.f_globals.get("__name__", "<unknown>"), registry=None
     )
 
 
