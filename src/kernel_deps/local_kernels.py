@@ -49,8 +49,8 @@ def local_overrides() -> dict[str, Path]:
     """Repo id -> local folder, from ``LOCAL_KERNELS``; empty when unset or empty.
 
     Entries are ``org/name=/path`` joined by ``:``, as the Hugging Face library reads
-    them; an entry without ``=``, with an invalid repo id or an empty path is bad input
-    naming the variable and the entry.
+    them; an entry without ``=``, with an invalid repo id or an empty path, or a repo id
+    given twice, is bad input naming the variable and the entry.
     """
     raw = os.environ.get(LOCAL_KERNELS_ENV, "").strip()
     overrides: dict[str, Path] = {}
@@ -72,6 +72,11 @@ def local_overrides() -> dict[str, Path]:
             raise UsageError(
                 f"{LOCAL_KERNELS_ENV}: invalid entry {entry!r}: {problem}; "
                 "set it to org/name=/path/to/build, several joined by ':' (or unset it)"
+            )
+        if repo_id in overrides:
+            raise UsageError(
+                f"{LOCAL_KERNELS_ENV}: {repo_id} is listed twice (={overrides[repo_id]} and ={path}); "
+                "keep one entry for it"
             )
         overrides[repo_id] = Path(path)
     return overrides
