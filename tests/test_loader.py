@@ -94,7 +94,8 @@ def test_a_kernels_lock_that_is_a_folder_is_named_not_taken_for_a_missing_lock(t
     monkeypatch.chdir(project)
     with pytest.raises(LockfileError) as info:
         load_kernel(STARTUP_REPO_ID)
-    assert str(info.value) == f"{project / 'kernels.lock'}: cannot read (Is a directory); check that it is a readable file"
+    lock = project / "kernels.lock"
+    assert str(info.value) == f"{lock}: cannot read (Is a directory); check that it is a readable file"
     result = run_kernels("verify", str(project))  # the CLI says the same, as bad input
     assert (result.returncode, result.stderr.splitlines()) == (2, [f"error: {info.value}"])
 

@@ -53,7 +53,9 @@ def test_get_kernel_chooses_a_backend_as_the_hugging_face_library_does(hub_env) 
         with pytest.raises(UsageError) as info:
             function("kernels-test/flash", version=1, backend="metal")
         # On a CPU machine the one choice is named once.
-        assert info.value.message == "backend='metal': this machine's torch runs cpu; pass backend='cpu', or leave it out"
+        assert info.value.message == (
+            "backend='metal': this machine's torch runs cpu; pass backend='cpu', or leave it out"
+        )
 
 
 @pytest.mark.parametrize(
@@ -199,7 +201,8 @@ def test_a_malformed_local_kernels_is_one_line_naming_it(tmp_path, monkeypatch, 
 
 def test_a_kernel_listed_twice_in_local_kernels_is_refused_naming_it(tmp_path, monkeypatch) -> None:
     first, second = write_local_repo(tmp_path / "one", "one"), write_local_repo(tmp_path / "two", "two")
-    monkeypatch.setenv("LOCAL_KERNELS", f"kernels-test/twice={first}:kernels-test/other={first}:kernels-test/twice={second}")
+    value = f"kernels-test/twice={first}:kernels-test/other={first}:kernels-test/twice={second}"
+    monkeypatch.setenv("LOCAL_KERNELS", value)
     message = f"LOCAL_KERNELS: kernels-test/twice is listed twice (={first} and ={second}); keep one entry for it"
     for load in (lambda: load_kernel("kernels-test/twice", lockfile=tmp_path / "kernels.lock"),
                  lambda: get_kernel("kernels-test/other", version=1), lambda: has_kernel("kernels-test/x", version=1)):

@@ -253,7 +253,9 @@ def test_a_verified_module_in_a_folder_without_init_imports_as_python_would(hub_
     assert load_kernel("kernels-test/verified-namespace", lockfile=project / "kernels.lock") is module
 
 
-@pytest.mark.parametrize("planted", ["planted_ns/evil.py", "ops_ns/evil.py", "pyc_only/evil.pyc", "pyc_only/__pycache__/evil.cpython-311.pyc"])
+@pytest.mark.parametrize(
+    "planted", ["planted_ns/evil.py", "ops_ns/evil.py", "pyc_only/evil.pyc", "pyc_only/__pycache__/evil.cpython-3.pyc"]
+)
 def test_a_folder_or_file_planted_without_init_is_still_not_importable(hub_env, tmp_path, planted) -> None:
     folder, project = downloaded(hub_env, tmp_path, "namespace-planted", NAMESPACE_FILES)
     module = load_kernel("kernels-test/verified-namespace-planted", lockfile=project / "kernels.lock")

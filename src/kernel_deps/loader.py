@@ -325,7 +325,9 @@ def system_for_backend(backend: str | None) -> SystemInfo:
     if backend.lower() == "cpu":
         return replace(system, backend="cpu", backend_version=None)
     choices = "backend='cpu'" if system.backend == "cpu" else f"backend='cpu' or backend={system.backend!r}"
-    raise UsageError(f"backend={backend!r}: this machine's torch runs {system.backend}; pass {choices}, or leave it out")
+    raise UsageError(
+        f"backend={backend!r}: this machine's torch runs {system.backend}; pass {choices}, or leave it out"
+    )
 
 
 def _load(repo_id: str, source: LockSource, *, allow_download: bool, system: SystemInfo | None = None) -> ModuleType:

@@ -162,9 +162,8 @@ def _warn_every_time(message: str, stacklevel: int) -> None:
     # loader itself and let its error out: under `python -c`, stdin or the REPL, __main__'s
     # loader is BuiltinImporter, which raises ImportError for '__main__'.
     linecache.getlines(filename, frame.f_globals)
-    warnings.warn_explicit(
-        message, LocalKernelWarning, filename, lineno, module=frame.f_globals.get("__name__", "<unknown>"), registry=None
-    )
+    module = frame.f_globals.get("__name__", "<unknown>")
+    warnings.warn_explicit(message, LocalKernelWarning, filename, lineno, module=module, registry=None)
 
 
 __all__ = [
