@@ -17,7 +17,11 @@ from kernel_deps.loader import (
     calling_module,
     find_lock,
 )
+from kernel_deps.errors import LockfileError
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
+from tests.fixtures.cached_project import REPO_ID as STARTUP_REPO_ID
+from tests.fixtures.cached_project import write_cached_project
+from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
 
 
@@ -57,6 +61,43 @@ def test_lock_is_found_beside_pyproject_and_through_the_environment(hub_env, tmp
         find_lock()
     monkeypatch.setenv("KERNELS_LOCKFILE", str(project / "kernels.lock"))
     assert find_lock().origin == "KERNELS_LOCKFILE"
+
+
+def test_lock_discovery_stops_at_the_first_pyproject_even_without_a_lock(tmp_path, monkeypatch) -> None:
+    # A project inside another project's folder (a monorepo member, a vendored tool) is a
+    # project of its own: it never takes the lock of the project around it.
+    monkeypatch.delenv("KERNELS_LOCKFILE", raising=False)
+    monkeypatch.setenv("KERNELS_CACHE", str(tmp_path / "cache"))
+    outer = write_cached_project(tmp_path / "outer", tmp_path / "cache")
+    inner = write_project(outer / "tools" / "inner", {})
+    (inner / "src").mkdir()
+    monkeypatch.chdir(inner / "src")
+    message = (
+        f"the project {inner} has no kernels.lock beside its pyproject.toml (called from tests.test_loader): "
+        f"run 'kernels lock' in {inner}, or pass lockfile= or set KERNELS_LOCKFILE"
+    )
+    with pytest.raises(LockNotFoundError) as info:
+        find_lock()
+    assert str(info.value) == message
+    with pytest.raises(LockNotFoundError) as info:
+        load_kernel(STARTUP_REPO_ID)
+    assert str(info.value) == message
+    monkeypatch.chdir(outer / "tools")  # no pyproject here: the walk reaches the outer project
+    assert find_lock().path == str(outer / "kernels.lock")
+    assert load_kernel(STARTUP_REPO_ID).answer() == 42
+
+
+def test_a_kernels_lock_that_is_a_folder_is_named_not_taken_for_a_missing_lock(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("KERNELS_LOCKFILE", raising=False)
+    project = write_project(tmp_path / "app", {})
+    (project / "kernels.lock").mkdir()
+    monkeypatch.chdir(project)
+    with pytest.raises(LockfileError) as info:
+        load_kernel(STARTUP_REPO_ID)
+    lock = project / "kernels.lock"
+    assert str(info.value) == f"{lock}: cannot read (Is a directory); check that it is a readable file"
+    result = run_kernels("verify", str(project))  # the CLI says the same, as bad input
+    assert (result.returncode, result.stderr.splitlines()) == (2, [f"error: {info.value}"])
 
 
 def test_the_caller_is_the_first_frame_outside_kernel_deps() -> None:

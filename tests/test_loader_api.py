@@ -14,7 +14,7 @@ import pytest
 import kernel_deps
 from kernel_deps import get_kernel, get_local_kernel, get_locked_kernel, has_kernel, load_kernel
 from kernel_deps.download import download_project
-from kernel_deps.errors import UsageError
+from kernel_deps.errors import ResolutionError, UsageError
 from kernel_deps.local_kernels import LocalKernelError, LocalKernelWarning
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
@@ -49,8 +49,43 @@ def test_get_kernel_takes_a_revision_branch_tag_or_commit(hub_env) -> None:
 def test_get_kernel_chooses_a_backend_as_the_hugging_face_library_does(hub_env) -> None:
     module = get_kernel("kernels-test/flash", version=1, backend="cpu")
     assert module.__kernel_origin__.variant == CPU_VARIANT
-    with pytest.raises(UsageError, match=r"backend='metal': this machine's torch runs cpu; pass backend='cpu'"):
-        get_kernel("kernels-test/flash", version=1, backend="metal")
+    for function in (get_kernel, has_kernel):
+        with pytest.raises(UsageError) as info:
+            function("kernels-test/flash", version=1, backend="metal")
+        # On a CPU machine the one choice is named once.
+        assert info.value.message == (
+            "backend='metal': this machine's torch runs cpu; pass backend='cpu', or leave it out"
+        )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"version": "garbage"}, "version='garbage'): invalid version specifier; pass exactly one of version= "
+         "(a major, e.g. version=1, or a range such as '>=1.2,<2') and revision= (a branch, tag or commit)"),
+        ({"version": -1}, "version=-1): a major version cannot be negative; pass exactly one of version="),
+        ({"revision": "a b"}, "revision='a b'): invalid revision \"a b\"; expected a branch, tag or 40-hex commit"),
+    ],
+    ids=["specifier", "negative-major", "revision"],
+)  # fmt: skip
+def test_a_bad_version_or_revision_names_the_call_not_a_pyproject_table(kwargs, message) -> None:
+    for function in (get_kernel, has_kernel):
+        with pytest.raises(UsageError) as info:
+            function("kernels-test/flash", **kwargs)
+        assert info.value.message.startswith(f"{function.__name__}('kernels-test/flash', {message}")
+        assert "tool.kernels" not in info.value.message
+
+
+def test_a_version_that_does_not_exist_says_what_to_pass_to_the_call(hub_env) -> None:
+    for function in (get_kernel, has_kernel):
+        with pytest.raises(ResolutionError) as info:
+            function("kernels-test/flash", version=9)
+        assert str(info.value).splitlines() == [
+            "cannot find versions that satisfy every requirement:",
+            f"  kernels-test/flash 9 (branch v9) (from {function.__name__}())",
+            "  versions of kernels-test/flash: none (branches v2, v1)",
+            f"hint: pass another version= or revision= to {function.__name__}()",
+        ]
 
 
 @pytest.mark.parametrize(
@@ -162,6 +197,21 @@ def test_a_malformed_local_kernels_is_one_line_naming_it(tmp_path, monkeypatch, 
     result = run_kernels("verify", str(project))
     assert result.returncode == 2 and result.stderr.startswith("error: LOCAL_KERNELS: invalid entry")
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_kernel_listed_twice_in_local_kernels_is_refused_naming_it(tmp_path, monkeypatch) -> None:
+    first, second = write_local_repo(tmp_path / "one", "one"), write_local_repo(tmp_path / "two", "two")
+    value = f"kernels-test/twice={first}:kernels-test/other={first}:kernels-test/twice={second}"
+    monkeypatch.setenv("LOCAL_KERNELS", value)
+    message = f"LOCAL_KERNELS: kernels-test/twice is listed twice (={first} and ={second}); keep one entry for it"
+    for load in (lambda: load_kernel("kernels-test/twice", lockfile=tmp_path / "kernels.lock"),
+                 lambda: get_kernel("kernels-test/other", version=1), lambda: has_kernel("kernels-test/x", version=1)):
+        with pytest.raises(UsageError) as info:
+            load()
+        assert info.value.message == message
+    project = write_project(tmp_path / "app", {})
+    result = run_kernels("verify", str(project))
+    assert (result.returncode, result.stderr.splitlines(), result.stdout) == (2, [f"error: {message}"], "")
 
 
 def test_kernels_verify_fails_while_local_kernels_is_set(hub_env, tmp_path) -> None:

@@ -3,6 +3,8 @@ changed after the check, no link out of the cache, and one module name per repo 
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import py_compile
 import shutil
 import sys
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps import cache, load_kernel
+from kernel_deps import cache, get_locked_kernel, load_kernel
 from kernel_deps.download import download_project
 from kernel_deps.errors import KernelCacheReadError, KernelIntegrityError
 from kernel_deps.locking import lock_project
@@ -43,15 +45,17 @@ LAZY_FILES = (
 )
 
 
-def downloaded(hub_env, tmp_path: Path, name: str):
-    """A fresh kernel with lazy submodules, locked and downloaded; returns (variant folder, project)."""
+def downloaded(hub_env, tmp_path: Path, name: str, files: tuple[tuple[str, bytes], ...] = LAZY_FILES, *, download=True):
+    """A fresh kernel with lazy submodules (and ``files``), locked and (unless told) downloaded;
+    returns (variant folder, project)."""
     repo_id = f"kernels-test/verified-{name}"
-    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(CPU_VARIANT,), extra_files=LAZY_FILES),)))
+    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(CPU_VARIANT,), extra_files=files),)))
     project = tmp_path / "app"
     project.mkdir()
     (project / "pyproject.toml").write_text(f'[tool.kernels.dependencies]\n"{repo_id}" = ">=1"\n')
     lock_project(project)
-    download_project(project)
+    if download:
+        download_project(project)
     folder = cache.variant_dir(cache.find_repo_dir(repo_id), built.commits["1.0.0"], CPU_VARIANT)
     return folder, project
 
@@ -83,7 +87,8 @@ def test_a_planted_pyc_for_an_optional_module_never_runs(hub_env, tmp_path) -> N
 @pytest.mark.parametrize(
     "planted",
     ["layers/helpers.pyc", "layers/helpers.py", "layers/helpers.abi3.so", "layers/helpers/__init__.py",
-     "layers/__pycache__/helpers.cpython-311.pyc"],
+     "layers/__pycache__/helpers.cpython-311.pyc", "layers/helpers/inner.py",
+     "layers/helpers/__pycache__/inner.cpython-311.pyc"],
 )  # fmt: skip
 def test_a_file_outside_the_verified_set_is_never_imported(hub_env, tmp_path, planted) -> None:
     folder, project = downloaded(hub_env, tmp_path, "planted")
@@ -97,14 +102,28 @@ def test_a_file_outside_the_verified_set_is_never_imported(hub_env, tmp_path, pl
         target.write_bytes(b"\x7fELF not really")
     else:
         target.write_text(marker_code(marker))
+    name = f"{module.__name__}.layers.helpers"
+    assert importlib.util.find_spec(name) is None  # as for a file that does not exist
     with pytest.raises(ModuleNotFoundError) as info:
         module.late("layers.helpers")
-    assert str(info.value) == (
-        f"No module named '{module.__name__}.layers.helpers': kernels-test/verified-planted {CPU_VARIANT} "
-        "has no such file covered by kernels.lock"
-    )
+    assert info.value.name == name
+    if planted.startswith("layers/helpers/"):
+        with pytest.raises(ModuleNotFoundError):
+            module.late("layers.helpers.inner")
     assert not marker.exists()
+    assert name not in sys.modules
     assert module.late("layers.lazy_ok").VALUE == 2
+
+
+def test_find_spec_of_a_name_the_lock_does_not_cover_is_none_and_of_a_covered_one_its_spec(hub_env, tmp_path) -> None:
+    # The optional-feature idiom: `if importlib.util.find_spec(f"{__name__}._cuda") is not None:`
+    folder, project = downloaded(hub_env, tmp_path, "find-spec")
+    module = load_kernel("kernels-test/verified-find-spec", lockfile=project / "kernels.lock")
+    assert importlib.util.find_spec(f"{module.__name__}._cuda") is None
+    assert importlib.util.find_spec(f"{module.__name__}.layers.nothing") is None
+    found = importlib.util.find_spec(f"{module.__name__}.layers.lazy")
+    assert found is not None and found.origin == str(folder / "layers" / "lazy.py")
+    assert importlib.util.find_spec(f"{module.__name__}.layers") is not None
 
 
 # -- 2. the bytes that were hashed are the bytes that run ------------------------------------
@@ -207,3 +226,51 @@ def test_a_link_out_of_the_cache_is_reported_and_refused_even_with_the_right_byt
         load_kernel("kernels-test/verified-outside", lockfile=project / "kernels.lock")
     download_project(project)  # the advice works: the variant is placed again
     assert verify_project(project).ok
+
+
+# -- 5. namespace packages ------------------------------------------------------------------
+
+NAMESPACE_FILES = (
+    # ops_ns/ and ops_ns/deeper/ have no __init__.py: PEP 420 namespace packages.
+    ("ops_ns/impl.py", b"from .._ops import OPS_NAMESPACE\n\nVALUE = 'impl of ' + OPS_NAMESPACE\n"),
+    ("ops_ns/deeper/leaf.py", b"from ..impl import VALUE\n\nLEAF = 'leaf beside ' + VALUE\n"),
+    ("data_only/table.txt", b"a data file\n"),
+)
+
+
+def test_a_verified_module_in_a_folder_without_init_imports_as_python_would(hub_env, tmp_path) -> None:
+    folder, project = downloaded(hub_env, tmp_path, "namespace", NAMESPACE_FILES, download=False)
+    module = get_locked_kernel("kernels-test/verified-namespace", lockfile=project / "kernels.lock")
+    namespace: dict[str, object] = {}
+    exec(f"import {module.__name__}.ops_ns.impl\nimport {module.__name__}.ops_ns.deeper.leaf as leaf", namespace)
+    impl = sys.modules[f"{module.__name__}.ops_ns.impl"]
+    assert impl.VALUE == f"impl of {module.OPS_NAMESPACE}"  # its code ran, its relative import too
+    assert namespace["leaf"].LEAF == f"leaf beside impl of {module.OPS_NAMESPACE}"
+    assert impl.__file__ == str(folder / "ops_ns" / "impl.py")
+    package = sys.modules[f"{module.__name__}.ops_ns"]
+    assert package.__file__ is None and list(package.__path__) == []  # a namespace package, nothing to scan
+    assert importlib.import_module(f"{module.__name__}.data_only").__spec__.name == f"{module.__name__}.data_only"
+    assert load_kernel("kernels-test/verified-namespace", lockfile=project / "kernels.lock") is module
+
+
+@pytest.mark.parametrize(
+    "planted", ["planted_ns/evil.py", "ops_ns/evil.py", "pyc_only/evil.pyc", "pyc_only/__pycache__/evil.cpython-3.pyc"]
+)
+def test_a_folder_or_file_planted_without_init_is_still_not_importable(hub_env, tmp_path, planted) -> None:
+    folder, project = downloaded(hub_env, tmp_path, "namespace-planted", NAMESPACE_FILES)
+    module = load_kernel("kernels-test/verified-namespace-planted", lockfile=project / "kernels.lock")
+    marker = tmp_path / "ran"
+    target = folder / planted
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if planted.endswith(".pyc"):
+        plant_pyc(target, marker_code(marker), tmp_path)
+    else:
+        target.write_text(marker_code(marker))
+    package = planted.split("/")[0]
+    if package != "ops_ns":  # a folder holding nothing verified is not a namespace package
+        assert importlib.util.find_spec(f"{module.__name__}.{package}") is None
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"{module.__name__}.{package}.evil")
+    assert importlib.util.find_spec(f"{module.__name__}.ops_ns.evil") is None
+    assert not marker.exists()
+    assert importlib.import_module(f"{module.__name__}.ops_ns.impl").VALUE.startswith("impl of ")

@@ -9,8 +9,8 @@ no bytecode, no file added later, no file changed later.
 
 Finding the lock, in order: the ``lockfile=`` argument; ``KERNELS_LOCKFILE``; the
 ``kernels.lock`` embedded in the installed distribution of the package that called the
-loader; the nearest ``kernels.lock`` beside a ``pyproject.toml``, walking up from the
-working directory.
+loader; the ``kernels.lock`` beside the nearest ``pyproject.toml``, walking up from the
+working directory (that project's, or none: the walk stops at the first project).
 
 ``get_kernel``, ``has_kernel`` and ``get_local_kernel`` take the Hugging Face library's
 arguments (docs/loader.md); a ``LOCAL_KERNELS`` override (:mod:`kernel_deps.local_kernels`)
@@ -91,11 +91,23 @@ def find_lock(lockfile: str | os.PathLike[str] | None = None, *, caller: str | N
     embedded = _embedded_lock(caller) if caller else None
     if embedded is not None:
         return embedded
-    for folder in [Path.cwd(), *Path.cwd().parents]:
-        candidate = folder / LOCK_NAME
-        if candidate.is_file() and (folder / PYPROJECT_NAME).is_file():
-            return LockSource(_read_lock(candidate), "project", str(candidate))
+    return _project_lock(Path.cwd(), caller)
+
+
+def _project_lock(start: Path, caller: str | None) -> LockSource:
+    """The lock of the project around ``start``: the nearest folder with a ``pyproject.toml``,
+    walking up. That folder is the project, so the walk stops there, lock or none."""
     where = f" (called from {caller})" if caller else ""
+    for folder in [start, *start.parents]:
+        if not (folder / PYPROJECT_NAME).is_file():
+            continue
+        candidate = folder / LOCK_NAME
+        if not (candidate.exists() or candidate.is_symlink()):
+            raise LockNotFoundError(
+                f"the project {folder} has no kernels.lock beside its pyproject.toml{where}: "
+                f"run 'kernels lock' in {folder}, or pass lockfile= or set KERNELS_LOCKFILE"
+            )
+        return LockSource(_read_lock(candidate), "project", str(candidate))  # one that is no file is named
     raise LockNotFoundError(
         f"no kernels.lock found{where}: pass lockfile=, set KERNELS_LOCKFILE, or run 'kernels lock' in the project"
     )
@@ -272,20 +284,31 @@ def _resolve_unlocked(repo_id: str, version: int | str | None, revision: str | N
     from kernel_deps.hub import HubClient
     from kernel_deps.index import KernelIndex
     from kernel_deps.locking import build_lockfile
-    from kernel_deps.resolver import resolve
-    from kernel_deps.spec import parse_requirement
+    from kernel_deps.resolver import Requester, resolve
+    from kernel_deps.spec import InvalidEntry, requirement_from_value
 
+    expected = (
+        "pass exactly one of version= (a major, e.g. version=1, or a range such as '>=1.2,<2') "
+        "and revision= (a branch, tag or commit)"
+    )
     if (version is None) == (revision is None):
         given = "both" if version is not None else "neither"
-        raise UsageError(
-            f"{function}({repo_id!r}): pass exactly one of version= (a major, e.g. version=1, or a range "
-            f"such as '>=1.2,<2') and revision= (a branch, tag or commit); {given} given"
-        )
+        raise UsageError(f"{function}({repo_id!r}): {expected}; {given} given")
     value: object = {"revision": revision} if revision is not None else version
-    requirement = parse_requirement(repo_id, value, source=f"{function}()")
+    try:
+        requirement = requirement_from_value(repo_id, value)
+    except InvalidEntry as exc:
+        argument = f"revision={revision!r}" if revision is not None else f"version={version!r}"
+        hint = f"; {expected}" if exc.hint else ""
+        raise UsageError(f"{function}({repo_id!r}, {argument}): {exc.problem}{hint}") from None
+    requester = Requester(
+        f"{function}()",
+        f"pass another version= or revision= to {function}()",
+        f"pass a narrower version= or a revision= to {function}()",
+    )
     hub = HubClient()
     with hub.operation(), KernelIndex(hub) as index:  # resolving has one time budget; downloading its own
-        resolution = resolve([requirement], index)
+        resolution = resolve([requirement], index, requester=requester)
         lock = build_lockfile(resolution, [requirement], index)
     return lock, requirement
 
@@ -301,9 +324,9 @@ def system_for_backend(backend: str | None) -> SystemInfo:
         return system
     if backend.lower() == "cpu":
         return replace(system, backend="cpu", backend_version=None)
+    choices = "backend='cpu'" if system.backend == "cpu" else f"backend='cpu' or backend={system.backend!r}"
     raise UsageError(
-        f"backend={backend!r}: this machine's torch runs {system.backend}; "
-        f"pass backend='cpu' or backend={system.backend!r}, or leave it out"
+        f"backend={backend!r}: this machine's torch runs {system.backend}; pass {choices}, or leave it out"
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import linecache
 import os
 import re
 import sys
@@ -48,8 +49,8 @@ def local_overrides() -> dict[str, Path]:
     """Repo id -> local folder, from ``LOCAL_KERNELS``; empty when unset or empty.
 
     Entries are ``org/name=/path`` joined by ``:``, as the Hugging Face library reads
-    them; an entry without ``=``, with an invalid repo id or an empty path is bad input
-    naming the variable and the entry.
+    them; an entry without ``=``, with an invalid repo id or an empty path, or a repo id
+    given twice, is bad input naming the variable and the entry.
     """
     raw = os.environ.get(LOCAL_KERNELS_ENV, "").strip()
     overrides: dict[str, Path] = {}
@@ -71,6 +72,11 @@ def local_overrides() -> dict[str, Path]:
             raise UsageError(
                 f"{LOCAL_KERNELS_ENV}: invalid entry {entry!r}: {problem}; "
                 "set it to org/name=/path/to/build, several joined by ':' (or unset it)"
+            )
+        if repo_id in overrides:
+            raise UsageError(
+                f"{LOCAL_KERNELS_ENV}: {repo_id} is listed twice (={overrides[repo_id]} and ={path}); "
+                "keep one entry for it"
             )
         overrides[repo_id] = Path(path)
     return overrides
@@ -148,17 +154,16 @@ def _module_name(package_dir: Path) -> str:
 
 
 def _warn_every_time(message: str, stacklevel: int) -> None:
-    """Warn on every call: a fresh registry, so Python's once-per-place default does not hide repeats."""
+    """Warn on every call: no registry, so Python's once-per-place default does not hide repeats."""
     frame = sys._getframe(stacklevel)
-    warnings.warn_explicit(
-        message,
-        LocalKernelWarning,
-        frame.f_code.co_filename,
-        frame.f_lineno,
-        module=frame.f_globals.get("__name__", "<unknown>"),
-        registry=None,
-        module_globals=frame.f_globals,
-    )
+    filename, lineno = frame.f_code.co_filename, frame.f_lineno
+    # The caller's source line is looked up through linecache, which treats a loader that
+    # cannot give the source as "no source". warn_explicit's module_globals would ask the
+    # loader itself and let its error out: under `python -c`, stdin or the REPL, __main__'s
+    # loader is BuiltinImporter, which raises ImportError for '__main__'.
+    linecache.getlines(filename, frame.f_globals)
+    module = frame.f_globals.get("__name__", "<unknown>")
+    warnings.warn_explicit(message, LocalKernelWarning, filename, lineno, module=module, registry=None)
 
 
 __all__ = [

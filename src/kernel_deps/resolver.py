@@ -40,6 +40,23 @@ _FULL_SHA_LENGTH = 40
 
 
 @dataclass(frozen=True, slots=True)
+class Requester:
+    """Who asked for the top-level requirements, for messages: its name beside them, and
+    what to change when they cannot be met (or the search runs too long)."""
+
+    name: str
+    relax: str
+    narrow: str
+
+
+PROJECT = Requester(
+    "project",
+    "relax one of these ranges in [tool.kernels.dependencies]",
+    "narrow a version range in [tool.kernels.dependencies] to help; kernels.lock was not changed",
+)
+
+
+@dataclass(frozen=True, slots=True)
 class Candidate:
     """One commit of a kernel repo and the refs pointing at it."""
 
@@ -259,6 +276,7 @@ def resolve(
     pins: Mapping[str, Pin] | None = None,
     targets: Sequence[Target] = (),
     max_rounds: int = 2000,
+    requester: Requester = PROJECT,
 ) -> Resolution:
     """Pin every requirement and its transitive kernel dependencies to a commit; with
     ``targets``, only to commits whose variants serve every target."""
@@ -269,13 +287,12 @@ def resolve(
             state = Search(provider, BaseReporter()).resolve(requirements, max_rounds=max_rounds)
         except ResolutionImpossible as exc:
             unserved = explain_unserved_targets(exc.causes, provider) if targets else None
-            raise ResolutionError(unserved or explain_conflict(exc.causes, index)) from None
+            raise ResolutionError(unserved or explain_conflict(exc.causes, index, requester)) from None
         except ResolutionTooDeep:
             asked = ", ".join(sorted({r.repo_id for r in requirements}))
             raise ResolutionError(
                 f"no versions found for {asked} and their kernel dependencies within {max_rounds} rounds of "
-                "resolution (their kernel-depends keep undoing each other's choices); narrow a version range in "
-                "[tool.kernels.dependencies] to help; kernels.lock was not changed"
+                f"resolution (their kernel-depends keep undoing each other's choices); {requester.narrow}"
             ) from None
         # What resolvelib pinned is read again from the kernels' own kernel-depends, from
         # the project's requirements down: resolvelib can drop a pin's requirements while it
@@ -368,15 +385,17 @@ def explain_unserved_targets(causes: Sequence[RequirementInformation], provider:
     return None
 
 
-def _cause_line(info: RequirementInformation) -> str:
-    parent = "project" if info.parent is None else f"{info.parent.repo_id} {info.parent.label}"
+def _cause_line(info: RequirementInformation, requester: Requester = PROJECT) -> str:
+    parent = requester.name if info.parent is None else f"{info.parent.repo_id} {info.parent.label}"
     return f"{info.requirement.describe()} (from {parent})"
 
 
-def explain_conflict(causes: Sequence[RequirementInformation], index: KernelIndex) -> str:
+def explain_conflict(
+    causes: Sequence[RequirementInformation], index: KernelIndex, requester: Requester = PROJECT
+) -> str:
     """One readable message: each requirement with who asked for it, and what exists."""
     lines = ["cannot find versions that satisfy every requirement:"]
-    lines += [f"  {_cause_line(info)}" for info in causes]
+    lines += [f"  {_cause_line(info, requester)}" for info in causes]
     for repo_id in sorted({info.requirement.repo_id for info in causes}):
         try:
             refs = index.refs(repo_id).refs
@@ -386,7 +405,7 @@ def explain_conflict(causes: Sequence[RequirementInformation], index: KernelInde
         tags = ", ".join(v.ref.name for v in versions if not v.is_branch) or "none"
         branches = ", ".join(v.ref.name for v in versions if v.is_branch)
         lines.append(f"  versions of {repo_id}: {tags}" + (f" (branches {branches})" if branches else ""))
-    lines.append("hint: relax one of these ranges in [tool.kernels.dependencies]")
+    lines.append(f"hint: {requester.relax}")
     return "\n".join(lines)
 
 

@@ -2,9 +2,13 @@
 
 ``cache.check_variant`` returns every file of a variant with its content hash; when the
 check passes, that set is exactly what the lock pins. :class:`VerifiedFinder` serves
-every module name under a loaded kernel's private name from that set alone, and refuses
-any other (``ModuleNotFoundError``) so that no other finder is asked: no sourceless
-``*.pyc``, no ``__pycache__``, no file added after the check, whatever its name.
+every module name under a loaded kernel's private name from that set alone, as Python's
+own path finder would from the folder (a package, a module, or a namespace package for a
+folder without ``__init__.py`` that holds verified files). Any other name is not found
+(``find_spec`` returns None, as for a file that does not exist), and the kernel's
+packages have an empty ``__path__``, so no path-based finder has a folder to look in: no
+sourceless ``*.pyc``, no ``__pycache__``, no file added after the check runs, whatever
+its name.
 
 Python sources are read once, hashed, and compiled from those same bytes, so a file
 changed after the check, even long after (a submodule imported lazily), is refused
@@ -62,7 +66,8 @@ class VerifiedTree:
         return data
 
     def resolve(self, parts: list[str]) -> tuple[str, str] | None:
-        """(relative path, "package" | "source" | "extension") for a module, from the verified files only."""
+        """(relative path, "package" | "source" | "extension" | "namespace") for a module,
+        from the verified files only, in the order Python's path finder takes them."""
         stem = "/".join(p for p in (self.package, *parts) if p)
         init = f"{stem}/__init__.py" if stem else "__init__.py"
         if init in self.files:
@@ -74,6 +79,10 @@ class VerifiedTree:
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             if f"{stem}{suffix}" in self.files:
                 return f"{stem}{suffix}", "extension"
+        # A folder without __init__.py is a namespace package (PEP 420), but only one that
+        # holds verified files: a folder of planted or bytecode-only files is not there.
+        if any(rel.startswith(f"{stem}/") for rel in self.files):
+            return stem, "namespace"
         return None
 
 
@@ -126,18 +135,23 @@ class VerifiedFinder:
         parts = fullname[len(root) + 1:].split(".") if fullname != root else []
         found = tree.resolve(parts)
         if found is None:
-            # Raising (not returning None) keeps every other finder, the path-based one
-            # with its sourceless-bytecode loader included, away from the kernel's names.
-            raise ModuleNotFoundError(
-                f"No module named {fullname!r}: {tree.label} has no such file covered by kernels.lock", name=fullname
-            )
+            # Not found, as a missing file is (importlib.util.find_spec answers None). The
+            # finders after this one get the parent's empty __path__ and find nothing either.
+            return None
         rel, kind = found
-        location = tree.path_of(rel)
-        if kind == "extension":
-            return importlib.util.spec_from_file_location(fullname, location, loader=_VerifiedExtensionLoader(fullname, tree, rel))
-        search = [str(location.parent)] if kind == "package" else None
-        loader = _VerifiedSourceLoader(fullname, tree, rel)
-        return importlib.util.spec_from_file_location(fullname, location, loader=loader, submodule_search_locations=search)
+        if kind == "namespace":
+            spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+        elif kind == "extension":
+            loader = _VerifiedExtensionLoader(fullname, tree, rel)
+            spec = importlib.util.spec_from_file_location(fullname, tree.path_of(rel), loader=loader)
+        else:
+            loader = _VerifiedSourceLoader(fullname, tree, rel)
+            spec = importlib.util.spec_from_file_location(fullname, tree.path_of(rel), loader=loader)
+        if kind in ("package", "namespace"):
+            # An empty __path__: its submodules come from this finder alone, never from a
+            # path-based finder (with its sourceless-bytecode loader) reading the folder.
+            spec.submodule_search_locations = []
+        return spec
 
 
 def install() -> None:
