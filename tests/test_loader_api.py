@@ -138,8 +138,10 @@ def write_local_repo(root: Path, tag: str) -> Path:
 
 def test_get_local_kernel_imports_this_machines_build_with_a_warning(tmp_path) -> None:
     repo = write_local_repo(tmp_path / "my-kernel", "dev-1")
-    with pytest.warns(LocalKernelWarning, match=r"my-kernel: loading the local build in .*torch213-cxx11-cpu"):
+    with pytest.warns(LocalKernelWarning, match=r"my-kernel: loading the local build in .*torch213-cxx11-cpu") as seen:
         module = get_local_kernel(repo)
+    # No LOCAL_KERNELS is involved: the warning does not tell the caller to unset it.
+    assert str(seen[0].message).endswith("lock the kernel and load it with load_kernel before shipping")
     assert (module.__version__, module.where()) == ("dev-1", CPU_VARIANT)
     from importlib import import_module
 
@@ -173,6 +175,7 @@ def test_local_kernels_overrides_locked_and_unlocked_loads_warning_each_time(hub
     assert [w.category for w in caught] == [LocalKernelWarning] * 4
     assert all(w.filename == __file__ for w in caught)  # points at the caller's line
     assert f"{repo_id}: loading the local build in {local / 'build' / CPU_VARIANT}" in str(caught[0].message)
+    assert str(caught[0].message).endswith("unset LOCAL_KERNELS before shipping ('kernels verify' fails while it is set)")
     assert has_kernel(repo_id, version=1) is True
 
     monkeypatch.delenv("LOCAL_KERNELS")

@@ -276,7 +276,7 @@ def _override(repo_id: str, system: SystemInfo, *, stacklevel: int = 3) -> Modul
     path = local_overrides().get(repo_id)
     if path is None:
         return None
-    return import_local_kernel(path, system, label=repo_id, warn_stacklevel=stacklevel)
+    return import_local_kernel(path, system, label=repo_id, warn_stacklevel=stacklevel, from_override=True)
 
 
 def _resolve_unlocked(repo_id: str, version: int | str | None, revision: str | None, function: str) -> tuple[Lockfile, "KernelRequirement"]:

@@ -102,15 +102,28 @@ def local_build_folder(path: Path, system: SystemInfo, *, label: str) -> Path:
 
 
 def import_local_kernel(
-    path: Path, system: SystemInfo, *, package_name: str | None = None, label: str, warn_stacklevel: int = 2
+    path: Path,
+    system: SystemInfo,
+    *,
+    package_name: str | None = None,
+    label: str,
+    warn_stacklevel: int = 2,
+    from_override: bool = False,
 ) -> ModuleType:
-    """Import the kernel build in ``path`` (see the module docstring), warning that it is unverified."""
+    """Import the kernel build in ``path`` (see the module docstring), warning that it is unverified.
+
+    ``from_override``: the load comes from ``LOCAL_KERNELS``, which the warning then says to unset.
+    """
     folder = local_build_folder(Path(path), system, label=label)
     init = _package_init(folder, package_name, label)
     name = _module_name(init.parent)
+    hint = (
+        f"unset {LOCAL_KERNELS_ENV} before shipping ('kernels verify' fails while it is set)"
+        if from_override
+        else "lock the kernel and load it with load_kernel before shipping"
+    )
     _warn_every_time(
-        f"{label}: loading the local build in {init.parent}, not a locked and verified kernel; "
-        f"unset {LOCAL_KERNELS_ENV} before shipping ('kernels verify' fails while it is set)",
+        f"{label}: loading the local build in {init.parent}, not a locked and verified kernel; {hint}",
         warn_stacklevel + 1,
     )
     module = sys.modules.get(name)
