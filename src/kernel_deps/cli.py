@@ -12,7 +12,7 @@ import click
 from kernel_deps import __version__
 from kernel_deps.entry import interrupted
 from kernel_deps.errors import KernelDepsError, UsageError
-from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
 
 _PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -294,12 +294,17 @@ def lock(
 @click.argument("project_dir", default=".", type=_PROJECT_DIR)
 @click.option("--format", "format_name", required=True, metavar="FORMAT",
               help="kernels-0.17: the lock Hugging Face kernels 0.17 reads; kernels-0.16: the one 0.16 and older read.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE instead of stdout.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="Write to FILE instead of stdout ('-': stdout); never the project's own kernels.lock or pyproject.toml.")
 def export(project_dir: Path, format_name: str, output: Path | None) -> None:
     """Write kernels.lock in the format of another tool (commit pins, transitive kernels included)."""
     from kernel_deps.compat import export_lock
     from kernel_deps.lockfile import lock_path
 
+    if output is not None and str(output) == "-":
+        output = None
+    if output is not None:
+        _refuse_a_project_file(output, project_dir)
     text, lock = export_lock(lock_path(project_dir), format_name)
     if output is None:
         click.echo(text)
@@ -308,6 +313,26 @@ def export(project_dir: Path, format_name: str, output: Path | None) -> None:
 
     write_text(output, text)
     click.echo(f"Wrote {output} ({format_name} format, {len(lock.kernels)} kernels)", err=True)
+
+
+def _refuse_a_project_file(output: Path, project_dir: Path) -> None:
+    """UsageError when ``output`` is one of the files kernel-deps keeps in ``project_dir``, by
+    whatever name: relative, through a symlink (the write lands at its target), or another
+    hard link to the same file."""
+    for name in (LOCK_NAME, PYPROJECT_NAME, EDIT_JOURNAL_NAME):
+        own = project_dir / name
+        if os.path.realpath(output) == os.path.realpath(own) or _same_existing_file(output, own):
+            raise UsageError(
+                f"--output {output} is the project's own {own}, which export would overwrite with another "
+                "tool's format; name another file, or '-' for stdout"
+            )
+
+
+def _same_existing_file(one: Path, other: Path) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:  # one of them does not exist (yet): not the same file
+        return False
 
 
 def _project_argument(positional: Path | None, option: Path | None) -> Path:
