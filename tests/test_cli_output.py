@@ -1,19 +1,28 @@
 """Where the ``kernels`` command's output goes: ``kernels export -o`` never over the project's
-own files.
+own files, and output into a pipe whose reader has gone.
 
 The export tests run the command in-process (tests/fixtures/cli.py) on a project locked
-without the Hub (the ``cached`` fixture).
+without the Hub (the ``cached`` fixture). A closed pipe is what only a real process shows
+(its stdout is a file descriptor, and the interpreter flushes it as it exits), so those
+tests run the installed ``kernels`` with its stdout on a pipe whose reading end is closed
+before the command starts: every write it makes meets EPIPE.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from kernel_deps.lockfile import read_lockfile
 from tests.fixtures.cli import run_kernels
+from tests.fixtures.projects import write_project
+
+KERNELS = str(Path(sys.executable).with_name("kernels"))
+
 
 # -- kernels export -o -------------------------------------------------------------------
 
@@ -71,3 +80,57 @@ def test_export_to_dash_is_stdout_and_to_another_file_is_that_file(cached, tmp_p
     assert (project / "hf.lock").read_text() + "\n" == plain.stdout
     assert beside.stderr == "Wrote hf.lock (kernels-0.17 format, 1 kernels)\n"
     assert {k: v for k, v in project_files(project).items() if k != "hf.lock"} == before
+
+
+# -- a closed pipe -----------------------------------------------------------------------
+
+
+def into_a_closed_pipe(*args: str, close_stderr: bool = False, **env: str | None) -> subprocess.CompletedProcess:
+    """Run ``kernels ARGS`` with stdout (and stderr, with ``close_stderr``) on a pipe nobody reads."""
+    reading, writing = os.pipe()
+    os.close(reading)
+    full = {k: v for k, v in os.environ.items() if k not in env}
+    full.update({k: v for k, v in env.items() if v is not None})
+    try:
+        return subprocess.run(
+            [KERNELS, *args], stdin=subprocess.DEVNULL, stdout=writing,
+            stderr=writing if close_stderr else subprocess.PIPE, env=full, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        os.close(writing)
+
+
+# Python buffers stdout unless PYTHONUNBUFFERED is set: then the last write meets the
+# closed pipe only in the flush as the interpreter exits.
+BUFFERING = pytest.mark.parametrize("unbuffered", ["1", None], ids=["unbuffered", "buffered"])
+
+
+@BUFFERING
+def test_lock_into_a_closed_pipe_writes_the_lock_and_exits_0(hub_env, tmp_path: Path, unbuffered) -> None:
+    project = write_project(tmp_path / "app", '"kernels-test/layer-norm" = ">=0.1"\n"kernels-test/flash" = 1')
+    result = into_a_closed_pipe("lock", str(project), PYTHONUNBUFFERED=unbuffered)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert {k.repo_id for k in read_lockfile(project / "kernels.lock").kernels} == {
+        "kernels-test/activation", "kernels-test/flash", "kernels-test/layer-norm",
+    }  # fmt: skip
+    checked = run_kernels("lock", "--check", str(project), env={"HF_HUB_OFFLINE": "1"})
+    assert checked.returncode == 0, checked.stderr
+
+
+@BUFFERING
+@pytest.mark.parametrize("args", [("--help",), ("versions", "--help"), ("verify", "{project}"), ("export", "--format", "kernels-0.16", "{project}")])
+def test_a_command_that_succeeds_into_a_closed_pipe_exits_0_without_a_traceback(cached, args, unbuffered) -> None:
+    project, _ = cached
+    result = into_a_closed_pipe(*(a.format(project=project) for a in args), PYTHONUNBUFFERED=unbuffered)
+    assert (result.returncode, result.stderr) == (0, "")
+
+
+def test_a_command_that_fails_into_a_closed_pipe_exits_with_its_own_code(cached) -> None:
+    project, folder = cached
+    # Both streams into the closed pipe (2>&1 | head): each command still exits as it did.
+    assert into_a_closed_pipe("verify", str(project), close_stderr=True).returncode == 0
+    assert into_a_closed_pipe("verify", str(project / "nowhere"), close_stderr=True).returncode == 2
+    (folder / "extra.txt").write_text("not locked\n")  # a problem verify reports on stdout, exit 1
+    found = into_a_closed_pipe("verify", str(project))
+    assert (found.returncode, found.stderr) == (1, "")
+    assert into_a_closed_pipe("verify", str(project), close_stderr=True).returncode == 1
