@@ -626,8 +626,9 @@ def tree(project_dir: Path, as_json: bool) -> None:
         click.echo(json.dumps(payload, indent=2))
         return
     click.echo(f"{project_dir} ({report.lockfile.name})")
+    drawing = _TREE_LINES if _stdout_can_write("".join(_TREE_LINES)) else _TREE_LINES_ASCII
     for position, node in enumerate(report.roots):
-        _echo_node(node, "", position == len(report.roots) - 1)
+        _echo_node(node, "", position == len(report.roots) - 1, drawing)
     for serving in (*report.targets, report.this_machine):
         title = serving.name or f"this machine ({serving.system.describe()})"
         click.echo(f"\n{title}")
@@ -636,14 +637,33 @@ def tree(project_dir: Path, as_json: bool) -> None:
             _echo_table(rows)
 
 
-def _echo_node(node, prefix: str, last: bool) -> None:
+# A branch, the last branch and the line down past a branch, as ``tree`` draws them; and as
+# ``tree --charset=ascii`` does, for an output whose encoding (cp1252, a Windows code page) has
+# no box-drawing characters.
+_TREE_LINES = ("├── ", "└── ", "│   ")
+_TREE_LINES_ASCII = ("|-- ", "`-- ", "|   ")
+
+
+def _stdout_can_write(text: str) -> bool:
+    """Whether stdout's encoding has every character of ``text`` (a Windows console, which
+    click writes to in UTF-16, says UTF-8)."""
+    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+    try:
+        text.encode(encoding)
+    except (UnicodeError, LookupError):
+        return False
+    return True
+
+
+def _echo_node(node, prefix: str, last: bool, drawing: tuple[str, str, str] = _TREE_LINES) -> None:
+    branch, last_branch, down = drawing
     requirement = f" {node.requirement}" if node.requirement else ""
     locked = _short(node.version, node.commit)
     repeated = " (*)" if node.repeated else ""
-    click.echo(f"{prefix}{'└── ' if last else '├── '}{node.repo_id}{requirement} -> {locked}{repeated}")
-    below = prefix + ("    " if last else "│   ")
+    click.echo(f"{prefix}{last_branch if last else branch}{node.repo_id}{requirement} -> {locked}{repeated}")
+    below = prefix + ("    " if last else down)
     for position, child in enumerate(node.dependencies):
-        _echo_node(child, below, position == len(node.dependencies) - 1)
+        _echo_node(child, below, position == len(node.dependencies) - 1, drawing)
 
 
 def _node_json(node) -> dict:
