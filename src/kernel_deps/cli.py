@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -64,6 +65,40 @@ def _colour(text: str, **style) -> str:
 def _error_payload(exc: KernelDepsError) -> dict:
     """What a --json command prints instead of its report (docs/schemas/error.schema.json)."""
     return {"ok": False, "error": exc.message, "exit_code": exc.exit_code}
+
+
+def _exit_on_error(exc: KernelDepsError, *, as_json: bool) -> NoReturn:
+    """End the command on ``exc``: its JSON document on stdout with --json, one line on stderr."""
+    if as_json:  # scripts still get JSON, on stdout
+        click.echo(json.dumps(_error_payload(exc), indent=2))
+    click.echo(f"{_colour('error:', fg='red', bold=True)} {exc.message}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def _asks_for_json(args: list[str]) -> bool:
+    """Whether a command line has --json: read from its words, since a usage error stops click
+    before it has parsed the option, or when it is given where click does not take it."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json" or arg.startswith("--json="):
+            return True
+    return False
+
+
+def _usage_error(exc: click.ClickException, group: click.Context | None = None) -> KernelDepsError:
+    """click's own error (unknown option, missing argument, bad value) as kernel-deps renders
+    an error, naming the command and where its usage is."""
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        command = ctx.command_path
+    elif group is not None:  # raised before the subcommand had its context
+        command = " ".join(filter(None, (group.command_path, group.invoked_subcommand)))
+    else:
+        command = "kernels"
+    error = UsageError if isinstance(exc, click.UsageError) else KernelDepsError
+    message = exc.format_message().removesuffix(".")
+    return error(f"{command}: {message} (see '{command} --help')")
 
 
 # ``kernel-deps`` runs only kernel-deps' own subcommands; ``kernels`` also hands the
@@ -125,20 +160,31 @@ class _Group(click.Group):
             else:
                 formatter.write_text("any subcommand not listed above")
 
-    def make_context(self, *args, **kwargs) -> click.Context:
+    def make_context(self, info_name: str | None, args: list[str], *rest, **kwargs) -> click.Context:
+        # With --json anywhere on the line, click's own usage errors are a JSON document too.
+        as_json = _asks_for_json(args)  # before click consumes the list
         try:
-            return super().make_context(*args, **kwargs)
+            ctx = super().make_context(info_name, args, *rest, **kwargs)
         except KeyboardInterrupt:
             interrupted()
+        except click.ClickException as exc:
+            if not as_json:
+                raise  # click shows its usage text
+            _exit_on_error(_usage_error(exc), as_json=True)
+        if as_json:
+            ctx.meta[_JSON_META] = True
+        return ctx
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except click.ClickException as exc:  # a subcommand's usage error
+                if not ctx.meta.get(_JSON_META):
+                    raise  # click shows its usage text
+                raise _usage_error(exc, ctx) from None
         except KernelDepsError as exc:
-            if ctx.meta.get(_JSON_META):  # scripts still get JSON, on stdout
-                click.echo(json.dumps(_error_payload(exc), indent=2))
-            click.echo(f"{_colour('error:', fg='red', bold=True)} {exc.message}", err=True)
-            sys.exit(exc.exit_code)
+            _exit_on_error(exc, as_json=bool(ctx.meta.get(_JSON_META)))
         except KeyboardInterrupt:
             interrupted()
 
