@@ -106,7 +106,7 @@ BUFFERING = pytest.mark.parametrize("unbuffered", ["1", None], ids=["unbuffered"
 
 
 @BUFFERING
-def test_lock_into_a_closed_pipe_writes_the_lock_and_exits_0(hub_env, tmp_path: Path, unbuffered) -> None:
+def test_lock_and_download_into_a_closed_pipe_do_their_work_and_exit_0(hub_env, tmp_path: Path, unbuffered) -> None:
     project = write_project(tmp_path / "app", '"kernels-test/layer-norm" = ">=0.1"\n"kernels-test/flash" = 1')
     result = into_a_closed_pipe("lock", str(project), PYTHONUNBUFFERED=unbuffered)
     assert (result.returncode, result.stderr) == (0, "")
@@ -115,6 +115,13 @@ def test_lock_into_a_closed_pipe_writes_the_lock_and_exits_0(hub_env, tmp_path: 
     }  # fmt: skip
     checked = run_kernels("lock", "--check", str(project), env={"HF_HUB_OFFLINE": "1"})
     assert checked.returncode == 0, checked.stderr
+    # download prints a line per variant as it goes: the first meets the closed pipe, and
+    # the rest are still downloaded.
+    fetched = into_a_closed_pipe("download", str(project), PYTHONUNBUFFERED=unbuffered)
+    assert (fetched.returncode, fetched.stderr) == (0, "")
+    verified = run_kernels("verify", "--require-cached", str(project), env={"HF_HUB_OFFLINE": "1"})
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "3 cached variants verified" in verified.stdout
 
 
 @BUFFERING
