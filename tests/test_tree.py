@@ -134,3 +134,15 @@ def test_tree_draws_in_ascii_where_the_output_has_no_box_drawing_characters(hub_
     result = CliRunner(charset="cp1252").invoke(cli_main, ["tree", str(project)], env={"HF_HUB_OFFLINE": "1"})
     assert (result.exit_code, result.exception) == (0, None)
     assert result.stdout.splitlines()[:4] == drawn
+
+
+def test_a_character_stdout_cannot_encode_is_escaped_not_a_crash(tmp_path) -> None:
+    from tests.fixtures.cached_project import REPO_ID, write_cached_project
+
+    project = write_cached_project(tmp_path / "应用", tmp_path / "cache")  # no such characters in cp1252
+    env = {**os.environ, "PYTHONIOENCODING": "cp1252", "HF_HUB_OFFLINE": "1", "KERNELS_CACHE": str(tmp_path / "cache")}
+    shown = subprocess.run([KERNELS, "tree", str(project)], capture_output=True, env=env, timeout=120)
+    assert (shown.returncode, shown.stderr) == (0, b"")
+    first, second = shown.stdout.decode("cp1252").splitlines()[:2]
+    assert first == f"{tmp_path}{os.sep}\\u5e94\\u7528 (kernels.lock)"
+    assert second.startswith(f"`-- {REPO_ID} >=1 -> v1.0.0 (")
