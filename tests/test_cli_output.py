@@ -44,7 +44,8 @@ def project_files(project: Path) -> dict[str, bytes]:
         ("{tmp}/hard.lock", "kernels.lock"),  # a hard link to the lock
         ("{project}/.kernels-edit.json", ".kernels-edit.json"),  # the edit journal kept beside them
     ],
-    ids=["name", "dot-slash", "pyproject", "absolute", "dot-dot", "folder-symlink", "file-symlink", "hard-link", "journal"],
+    ids=["name", "dot-slash", "pyproject", "absolute", "dot-dot", "folder-symlink", "file-symlink", "hard-link",
+         "journal"],  # fmt: skip
 )
 def test_export_refuses_to_overwrite_the_projects_own_files(cached, tmp_path: Path, output: str, name: str) -> None:
     project, _ = cached
@@ -125,7 +126,9 @@ def test_lock_and_download_into_a_closed_pipe_do_their_work_and_exit_0(hub_env, 
 
 
 @BUFFERING
-@pytest.mark.parametrize("args", [("--help",), ("versions", "--help"), ("verify", "{project}"), ("export", "--format", "kernels-0.16", "{project}")])
+@pytest.mark.parametrize(
+    "args", [("--help",), ("versions", "--help"), ("verify", "{project}"), ("export", "--format", "kernels-0.16", "{project}")]
+)
 def test_a_command_that_succeeds_into_a_closed_pipe_exits_0_without_a_traceback(cached, args, unbuffered) -> None:
     project, _ = cached
     result = into_a_closed_pipe(*(a.format(project=project) for a in args), PYTHONUNBUFFERED=unbuffered)

@@ -341,7 +341,7 @@ def lock(
 @click.option("--format", "format_name", required=True, metavar="FORMAT",
               help="kernels-0.17: the lock Hugging Face kernels 0.17 reads; kernels-0.16: the one 0.16 and older read.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-              help="Write to FILE instead of stdout ('-': stdout); never the project's own kernels.lock or pyproject.toml.")
+              help="Write to FILE instead of stdout ('-': stdout); not the project's kernels.lock or pyproject.toml.")
 def export(project_dir: Path, format_name: str, output: Path | None) -> None:
     """Write kernels.lock in the format of another tool (commit pins, transitive kernels included)."""
     from kernel_deps.compat import export_lock
