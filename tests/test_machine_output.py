@@ -18,6 +18,7 @@ import sys
 import termios
 from pathlib import Path
 
+import click
 import pytest
 from jsonschema import Draft202012Validator
 
@@ -214,6 +215,44 @@ def test_errors_are_json_on_stdout_and_one_line_on_stderr(hub_env, project, tmp_
     payload = validated(result, "error")
     assert payload["exit_code"] == code and fragment in payload["error"]
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ") and fragment in result.stderr
+
+
+def usage_errors() -> list[tuple[str, str, list[str]]]:
+    """(command, what is wrong, its words) for each kind of click usage error each --json
+    command can meet; ``{file}`` is a file where a folder is due, ``{dir}`` a folder."""
+    cases = []
+    for name in json_commands():
+        command = cli_main.commands[name]
+        required = [p for p in command.params if isinstance(p, click.Argument) and p.required]
+        words = {"versions": ["kernels-test/flash"], "add": ["kernels-test/rotary"], "remove": ["kernels-test/rotary"]}
+        given = words.get(name, [])
+        assert len(given) == len(required), f"kernels {name}: give its required arguments here"
+        cases += [
+            (name, "unknown-option", [name, *given, "--no-such-option", "--json"]),
+            (name, "flag-with-a-value", [name, *given, "--json=yes"]),
+            (name, "extra-argument", [name, *given, "{dir}", "surplus", "--json"]),
+            (name, "unknown-option-before-the-command", ["--no-such-option", name, *given, "--json"]),
+        ]
+        if required:
+            cases.append((name, "missing-argument", [name, "--json"]))
+        if any(isinstance(p.type, click.Path) and not p.type.file_okay for p in command.params):
+            cases.append((name, "bad-value", [name, *given, "{file}", "--json"]))
+    return cases
+
+
+@pytest.mark.parametrize(("name", "wrong", "words"), usage_errors(), ids=[f"{n}-{w}" for n, w, _ in usage_errors()])
+def test_a_usage_error_with_json_is_the_error_document(tmp_path, name, wrong, words) -> None:
+    (tmp_path / "a-file").write_text("")
+    result = kernels(*(w.format(file=tmp_path / "a-file", dir=tmp_path) for w in words))
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    payload = validated(result, "error")  # json.loads of the whole of stdout: one document, nothing else
+    assert payload["exit_code"] == 2
+    where = "kernels" if wrong == "unknown-option-before-the-command" else f"kernels {name}"
+    assert payload["error"].startswith(f"{where}: ") and payload["error"].endswith(f"(see '{where} --help')")
+    assert result.stderr == f"error: {payload['error']}\n"
+    if wrong != "flag-with-a-value":  # without --json: click's own usage text, as before
+        human = kernels(*(w.format(file=tmp_path / "a-file", dir=tmp_path) for w in words if w != "--json"))
+        assert (human.returncode, human.stdout) == (2, "") and "Usage: kernels" in human.stderr, human
 
 
 # -- quiet -------------------------------------------------------------------------------

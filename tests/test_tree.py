@@ -4,8 +4,15 @@ declared target and this machine, read from the lock without the network."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from kernel_deps.cli import main as cli_main
 from kernel_deps.lockfile import read_lockfile
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, STABLE_ABI_VARIANT, UNIVERSAL_VARIANT
@@ -14,6 +21,7 @@ from tests.fixtures.projects import write_project
 
 ACTIVATION, LAYER_NORM, UNIVERSAL = "kernels-test/activation", "kernels-test/layer-norm", "kernels-test/norm-universal"
 ROCM_TARGET = "torch213-cxx11-rocm71-x86_64-linux"
+KERNELS = str(Path(sys.executable).with_name("kernels"))
 
 
 def kernels(*args: str, **env: str) -> CliResult:
@@ -101,3 +109,40 @@ def test_tree_is_offline_and_imports_neither_huggingface_hub_nor_torch(tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "this machine (" in result.stdout
     assert not top_level(modules) & set(HEAVY)
+
+
+@pytest.mark.parametrize("into", ["pipe", "file"])
+def test_tree_draws_in_ascii_where_the_output_has_no_box_drawing_characters(hub_env, tmp_path, into) -> None:
+    project = locked_project(tmp_path, f'"{LAYER_NORM}" = ">=0.1"\n"{UNIVERSAL}" = ">=1"', [CPU_VARIANT])
+    short = {k.repo_id: k.sha[:12] for k in read_lockfile(project / "kernels.lock").kernels}
+    drawn = [
+        f"{project} (kernels.lock)",
+        f"|-- {LAYER_NORM} >=0.1 -> v0.2.0 ({short[LAYER_NORM]})",
+        f"|   `-- {ACTIVATION} -> v1.2.0 ({short[ACTIVATION]})",
+        f"`-- {UNIVERSAL} >=1 -> v1.1 ({short[UNIVERSAL]})",
+    ]
+    # A real process: what Python's stdout encodes is what a cp1252 console or file takes.
+    env = {**os.environ, "PYTHONIOENCODING": "cp1252", "HF_HUB_OFFLINE": "1"}
+    with open(tmp_path / "tree.txt", "w+b") as file:
+        shown = subprocess.run([KERNELS, "tree", str(project)], stdout=subprocess.PIPE if into == "pipe" else file,
+                               stderr=subprocess.PIPE, env=env, timeout=120)  # fmt: skip
+        file.seek(0)
+        stdout = shown.stdout if into == "pipe" else file.read()
+    assert (shown.returncode, shown.stderr) == (0, b"")
+    assert stdout.decode("cp1252").splitlines()[:4] == drawn
+    # In-process, writing to a cp1252 stream as click's runner does.
+    result = CliRunner(charset="cp1252").invoke(cli_main, ["tree", str(project)], env={"HF_HUB_OFFLINE": "1"})
+    assert (result.exit_code, result.exception) == (0, None)
+    assert result.stdout.splitlines()[:4] == drawn
+
+
+def test_a_character_stdout_cannot_encode_is_escaped_not_a_crash(tmp_path) -> None:
+    from tests.fixtures.cached_project import REPO_ID, write_cached_project
+
+    project = write_cached_project(tmp_path / "应用", tmp_path / "cache")  # no such characters in cp1252
+    env = {**os.environ, "PYTHONIOENCODING": "cp1252", "HF_HUB_OFFLINE": "1", "KERNELS_CACHE": str(tmp_path / "cache")}
+    shown = subprocess.run([KERNELS, "tree", str(project)], capture_output=True, env=env, timeout=120)
+    assert (shown.returncode, shown.stderr) == (0, b"")
+    first, second = shown.stdout.decode("cp1252").splitlines()[:2]
+    assert first == f"{tmp_path}{os.sep}\\u5e94\\u7528 (kernels.lock)"
+    assert second.startswith(f"`-- {REPO_ID} >=1 -> v1.0.0 (")

@@ -6,13 +6,14 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from kernel_deps import __version__
 from kernel_deps.entry import interrupted
 from kernel_deps.errors import KernelDepsError, UsageError
-from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
 
 _PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -64,6 +65,40 @@ def _colour(text: str, **style) -> str:
 def _error_payload(exc: KernelDepsError) -> dict:
     """What a --json command prints instead of its report (docs/schemas/error.schema.json)."""
     return {"ok": False, "error": exc.message, "exit_code": exc.exit_code}
+
+
+def _exit_on_error(exc: KernelDepsError, *, as_json: bool) -> NoReturn:
+    """End the command on ``exc``: its JSON document on stdout with --json, one line on stderr."""
+    if as_json:  # scripts still get JSON, on stdout
+        click.echo(json.dumps(_error_payload(exc), indent=2))
+    click.echo(f"{_colour('error:', fg='red', bold=True)} {exc.message}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def _asks_for_json(args: list[str]) -> bool:
+    """Whether a command line has --json: read from its words, since a usage error stops click
+    before it has parsed the option, or when it is given where click does not take it."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json" or arg.startswith("--json="):
+            return True
+    return False
+
+
+def _usage_error(exc: click.ClickException, group: click.Context | None = None) -> KernelDepsError:
+    """click's own error (unknown option, missing argument, bad value) as kernel-deps renders
+    an error, naming the command and where its usage is."""
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        command = ctx.command_path
+    elif group is not None:  # raised before the subcommand had its context
+        command = " ".join(filter(None, (group.command_path, group.invoked_subcommand)))
+    else:
+        command = "kernels"
+    error = UsageError if isinstance(exc, click.UsageError) else KernelDepsError
+    message = exc.format_message().removesuffix(".")
+    return error(f"{command}: {message} (see '{command} --help')")
 
 
 # ``kernel-deps`` runs only kernel-deps' own subcommands; ``kernels`` also hands the
@@ -125,20 +160,31 @@ class _Group(click.Group):
             else:
                 formatter.write_text("any subcommand not listed above")
 
-    def make_context(self, *args, **kwargs) -> click.Context:
+    def make_context(self, info_name: str | None, args: list[str], *rest, **kwargs) -> click.Context:
+        # With --json anywhere on the line, click's own usage errors are a JSON document too.
+        as_json = _asks_for_json(args)  # before click consumes the list
         try:
-            return super().make_context(*args, **kwargs)
+            ctx = super().make_context(info_name, args, *rest, **kwargs)
         except KeyboardInterrupt:
             interrupted()
+        except click.ClickException as exc:
+            if not as_json:
+                raise  # click shows its usage text
+            _exit_on_error(_usage_error(exc), as_json=True)
+        if as_json:
+            ctx.meta[_JSON_META] = True
+        return ctx
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except click.ClickException as exc:  # a subcommand's usage error
+                if not ctx.meta.get(_JSON_META):
+                    raise  # click shows its usage text
+                raise _usage_error(exc, ctx) from None
         except KernelDepsError as exc:
-            if ctx.meta.get(_JSON_META):  # scripts still get JSON, on stdout
-                click.echo(json.dumps(_error_payload(exc), indent=2))
-            click.echo(f"{_colour('error:', fg='red', bold=True)} {exc.message}", err=True)
-            sys.exit(exc.exit_code)
+            _exit_on_error(exc, as_json=bool(ctx.meta.get(_JSON_META)))
         except KeyboardInterrupt:
             interrupted()
 
@@ -294,12 +340,17 @@ def lock(
 @click.argument("project_dir", default=".", type=_PROJECT_DIR)
 @click.option("--format", "format_name", required=True, metavar="FORMAT",
               help="kernels-0.17: the lock Hugging Face kernels 0.17 reads; kernels-0.16: the one 0.16 and older read.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE instead of stdout.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="Write to FILE instead of stdout ('-': stdout); not the project's kernels.lock or pyproject.toml.")
 def export(project_dir: Path, format_name: str, output: Path | None) -> None:
     """Write kernels.lock in the format of another tool (commit pins, transitive kernels included)."""
     from kernel_deps.compat import export_lock
     from kernel_deps.lockfile import lock_path
 
+    if output is not None and str(output) == "-":
+        output = None
+    if output is not None:
+        _refuse_a_project_file(output, project_dir)
     text, lock = export_lock(lock_path(project_dir), format_name)
     if output is None:
         click.echo(text)
@@ -308,6 +359,26 @@ def export(project_dir: Path, format_name: str, output: Path | None) -> None:
 
     write_text(output, text)
     click.echo(f"Wrote {output} ({format_name} format, {len(lock.kernels)} kernels)", err=True)
+
+
+def _refuse_a_project_file(output: Path, project_dir: Path) -> None:
+    """UsageError when ``output`` is one of the files kernel-deps keeps in ``project_dir``, by
+    whatever name: relative, through a symlink (the write lands at its target), or another
+    hard link to the same file."""
+    for name in (LOCK_NAME, PYPROJECT_NAME, EDIT_JOURNAL_NAME):
+        own = project_dir / name
+        if os.path.realpath(output) == os.path.realpath(own) or _same_existing_file(output, own):
+            raise UsageError(
+                f"--output {output} is the project's own {own}, which export would overwrite with another "
+                "tool's format; name another file, or '-' for stdout"
+            )
+
+
+def _same_existing_file(one: Path, other: Path) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:  # one of them does not exist (yet): not the same file
+        return False
 
 
 def _project_argument(positional: Path | None, option: Path | None) -> Path:
@@ -614,8 +685,9 @@ def tree(project_dir: Path, as_json: bool) -> None:
         click.echo(json.dumps(payload, indent=2))
         return
     click.echo(f"{project_dir} ({report.lockfile.name})")
+    drawing = _TREE_LINES if _stdout_can_write("".join(_TREE_LINES)) else _TREE_LINES_ASCII
     for position, node in enumerate(report.roots):
-        _echo_node(node, "", position == len(report.roots) - 1)
+        _echo_node(node, "", position == len(report.roots) - 1, drawing)
     for serving in (*report.targets, report.this_machine):
         title = serving.name or f"this machine ({serving.system.describe()})"
         click.echo(f"\n{title}")
@@ -624,14 +696,33 @@ def tree(project_dir: Path, as_json: bool) -> None:
             _echo_table(rows)
 
 
-def _echo_node(node, prefix: str, last: bool) -> None:
+# A branch, the last branch and the line down past a branch, as ``tree`` draws them; and as
+# ``tree --charset=ascii`` does, for an output whose encoding (cp1252, a Windows code page) has
+# no box-drawing characters.
+_TREE_LINES = ("├── ", "└── ", "│   ")
+_TREE_LINES_ASCII = ("|-- ", "`-- ", "|   ")
+
+
+def _stdout_can_write(text: str) -> bool:
+    """Whether stdout's encoding has every character of ``text`` (a Windows console, which
+    click writes to in UTF-16, says UTF-8)."""
+    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+    try:
+        text.encode(encoding)
+    except (UnicodeError, LookupError):
+        return False
+    return True
+
+
+def _echo_node(node, prefix: str, last: bool, drawing: tuple[str, str, str] = _TREE_LINES) -> None:
+    branch, last_branch, down = drawing
     requirement = f" {node.requirement}" if node.requirement else ""
     locked = _short(node.version, node.commit)
     repeated = " (*)" if node.repeated else ""
-    click.echo(f"{prefix}{'└── ' if last else '├── '}{node.repo_id}{requirement} -> {locked}{repeated}")
-    below = prefix + ("    " if last else "│   ")
+    click.echo(f"{prefix}{last_branch if last else branch}{node.repo_id}{requirement} -> {locked}{repeated}")
+    below = prefix + ("    " if last else down)
     for position, child in enumerate(node.dependencies):
-        _echo_node(child, below, position == len(node.dependencies) - 1)
+        _echo_node(child, below, position == len(node.dependencies) - 1, drawing)
 
 
 def _node_json(node) -> dict:
