@@ -1,9 +1,9 @@
 """Commands that write a project's files run one at a time, each on top of the last one's result.
 
 Every `kernels lock`, `add` and `remove` holds the project's edit lock
-(``.kernels-edit.lock``) from before it reads pyproject.toml and kernels.lock until it has
-written them, says on stderr when it waits for another command, and gives up, with one
-line, when the time budget is spent. The commands run as real ``kernels`` processes; the
+(``.kernels-edit.lock``, there only while held) from before it reads pyproject.toml and
+kernels.lock until it has written them, says on stderr when it waits for another command,
+and gives up, with one line, when the time budget is spent. The commands run as real ``kernels`` processes; the
 test holds the same lock to make them overlap for certain.
 """
 
@@ -47,6 +47,8 @@ def test_two_adds_at_the_same_moment_both_land_in_pyproject_and_the_lock(hub_env
         assert "Added" in out
     assert {r.repo_id for r in read_requirements(project)} == {ROTARY, ACTIVATION, NORM}
     assert {k.repo_id for k in read_lockfile(project / "kernels.lock").kernels} == {ROTARY, ACTIVATION, NORM}
+    # The first to finish removed the lock file the second waited on; the second locked a new one, and removed it.
+    assert not (project / EDIT_LOCK_NAME).exists()
     check = run_kernels("lock", "--check", str(project))
     assert check.returncode == 0, check.stderr
 

@@ -118,7 +118,6 @@ def test_a_change_committed_but_not_applied_is_reported_by_readers_and_finished_
 def planted_checkout(tmp_path: Path) -> tuple[Path, Path]:
     """A checkout whose pull request added a journal: other texts for both files, and a conftest.py."""
     project = make_project(tmp_path)
-    (project / EDIT_LOCK_NAME).unlink(missing_ok=True)  # left by locking it; a checkout has none
     emptied = "[project]\nname = \"app\"\nversion = \"0.1.0\"\n\n[tool.kernels.dependencies]\n"
     journal = write_journal(project, {"pyproject.toml": emptied, "kernels.lock": "[]\n"})
     record = json.loads(journal.read_text())
