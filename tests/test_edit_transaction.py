@@ -91,7 +91,7 @@ def test_a_killed_add_leaves_both_files_old_or_both_new(hub_env, proxy, tmp_path
     assert outcomes == {False, True}, "the kills should land both before and after the change"
 
 
-def test_a_change_committed_but_not_applied_is_reported_by_readers_and_finished_by_the_next_writer(hub_env, tmp_path) -> None:
+def test_a_committed_change_is_reported_by_readers_and_finished_by_the_next_writer(hub_env, tmp_path) -> None:
     """What a kill between the commit point and the file replacements leaves behind."""
     project = make_project(tmp_path)
     old = state(project)
@@ -133,7 +133,7 @@ READ_ONLY = [
 
 
 @pytest.mark.parametrize("command", READ_ONLY, ids=lambda c: " ".join(c))
-def test_a_planted_journal_is_reported_by_every_read_only_command_and_applied_by_none(hub_env, tmp_path, command) -> None:
+def test_a_planted_journal_is_reported_by_each_read_only_command_and_applied_by_none(hub_env, tmp_path, command) -> None:
     project, journal = planted_checkout(tmp_path)
     committed = state(project)
     result = run_kernels(*command, str(project))
@@ -175,7 +175,8 @@ def test_a_journal_not_matching_the_files_it_names_is_refused_and_left(hub_env, 
     project = make_project(tmp_path)
     committed = state(project)
     before = {"pyproject.toml": committed[0], "kernels.lock": committed[1], which: b"something else\n"}
-    journal = write_journal(project, {"pyproject.toml": "[tool.kernels.dependencies]\n", "kernels.lock": "[]\n"}, before)
+    texts = {"pyproject.toml": "[tool.kernels.dependencies]\n", "kernels.lock": "[]\n"}
+    journal = write_journal(project, texts, before)
     result = run_kernels("lock", str(project))
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert f"{journal}: refused" in result.stderr
@@ -193,7 +194,8 @@ def test_a_journal_is_not_finished_through_a_link(hub_env, tmp_path, where) -> N
     (project / where).symlink_to(target)
     journal = write_journal(project, {where: "planted\n"})
     result = run_kernels("lock", str(project))
-    assert result.returncode == 2 and f"({where} is a link; an interrupted edit is finished only in plain files)" in result.stderr
+    assert result.returncode == 2
+    assert f"({where} is a link; an interrupted edit is finished only in plain files)" in result.stderr
     assert target.read_text() != "planted\n" and journal.exists()
 
 
@@ -210,7 +212,8 @@ def test_an_unreadable_journal_is_one_line_and_changes_nothing(hub_env, tmp_path
         assert run_kernels("verify", str(project)).returncode == 1  # it only reads: the journal is not even opened
         result = run_kernels("lock", str(project))
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
-        assert f"{journal}: refused, not an interrupted edit of kernels.lock and pyproject.toml ({reason}" in result.stderr
+        refused = f"{journal}: refused, not an interrupted edit of kernels.lock and pyproject.toml ({reason}"
+        assert refused in result.stderr
         assert state(project) == old and journal.exists()
 
 

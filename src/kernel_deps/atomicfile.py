@@ -85,9 +85,9 @@ def finish_pending(journal: Path, *, names: Collection[str]) -> bool:
 
     The journal is input like any file in the folder (it may have come with a checkout),
     so it is applied only when it proves to be an interrupted edit: it may name only the
-    files ``names`` lists, each a plain file (no symbolic or hard link) that still holds what the journal
-    says it held before the edit, or already holds its new text. Anything else is refused
-    with one :class:`EditJournalError` naming the journal, which is left in place.
+    files ``names`` lists, each a file without a symbolic or hard link that still holds
+    what the journal says it held before the edit, or already holds its new text. Anything
+    else is refused with one :class:`EditJournalError` naming the journal, left in place.
     """
     try:
         info = os.lstat(journal)
@@ -122,7 +122,8 @@ def finish_pending(journal: Path, *, names: Collection[str]) -> bool:
         if current == data:
             continue  # replaced before the kill
         if _digest(current) != before:
-            raise _refused(journal, names, f"{name} holds neither what it held before that edit nor what the edit writes")
+            reason = f"{name} holds neither what it held before that edit nor what the edit writes"
+            raise _refused(journal, names, reason)
         pending.append((path, data))
     _apply(journal, pending)
     return True

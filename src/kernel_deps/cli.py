@@ -291,7 +291,9 @@ def lock(
     if check and dry_run:
         raise UsageError("--check and --dry-run exclude each other; pass one of them")
     write = not (check or dry_run)
-    outcome = lock_project(project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=write, notice=_notice())
+    outcome = lock_project(
+        project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=write, notice=_notice()
+    )
     _render_outcome(outcome, as_json=as_json, check=check, quiet=_quiet())
 
 
@@ -382,7 +384,9 @@ def remove(repo_id: str, project_dir: Path | None, legacy_project: Path | None, 
     from kernel_deps.pyproject import remove_requirement
 
     source = str(project_dir / PYPROJECT_NAME)
-    outcome = edit_and_relock(project_dir, lambda text: remove_requirement(text, repo_id, source=source), notice=_notice())
+    outcome = edit_and_relock(
+        project_dir, lambda text: remove_requirement(text, repo_id, source=source), notice=_notice()
+    )
     if not (as_json or _quiet()):
         click.echo(f"Removed {repo_id}")
     _render_outcome(outcome, as_json=as_json, check=False, quiet=_quiet())

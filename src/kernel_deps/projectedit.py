@@ -73,7 +73,7 @@ def editing(project_dir: Path, *, hub: HubClient, notice: Callable[[str], None] 
         raise PyprojectError(f"no {PYPROJECT_NAME} in {project_dir}")
     lock_file = project_dir / EDIT_LOCK_NAME
     if os.path.islink(lock_file):  # never open a file a link planted there points at
-        raise UsageError(f"{lock_file}: a symbolic link; kernel-deps locks the project with a plain file there: delete it")
+        raise UsageError(f"{lock_file}: a symbolic link; kernel-deps locks a project with a plain file there: delete it")
     try:
         lock = _acquire(lock_file, project_dir, hub, notice)
     except OSError as exc:
