@@ -86,7 +86,7 @@ def test_a_killed_add_leaves_both_files_old_or_both_new(hub_env, proxy, tmp_path
         assert finished.returncode == 0, finished.stderr
         after = state(trial)
         assert after in (old, new), f"a kill after {delay} s left a mix"
-        assert not (trial / EDIT_JOURNAL_NAME).exists()
+        assert not (trial / EDIT_JOURNAL_NAME).exists() and not (trial / EDIT_LOCK_NAME).exists()
         outcomes.add(after == new)
     assert outcomes == {False, True}, "the kills should land both before and after the change"
 
