@@ -257,3 +257,15 @@ def test_add_writes_through_a_hard_linked_pyproject(hub_env, tmp_path) -> None:
     assert run_kernels("add", f"{ADDED}>=1,<2", str(project)).returncode == 0
     assert os.stat(other).st_ino == os.stat(project / "pyproject.toml").st_ino
     assert ADDED in other.read_text()
+
+
+def test_a_planted_link_in_place_of_the_edit_lock_is_refused_and_never_opened(hub_env, tmp_path) -> None:
+    project = make_project(tmp_path)
+    committed = state(project)
+    target = tmp_path / "someone-elses-file"
+    target.write_text("keep me\n")
+    (project / EDIT_LOCK_NAME).symlink_to(target)
+    result = run_kernels("add", f"{ADDED}>=1,<2", str(project))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"{project / EDIT_LOCK_NAME}: a symbolic link; kernel-deps locks a project with a plain file there" in result.stderr
+    assert target.read_text() == "keep me\n" and state(project) == committed
