@@ -7,27 +7,34 @@ one and never a mix; a failure leaves the old file and no temporary file behind.
 ``OSError`` becomes one :class:`FileWriteError` naming the file and what to check.
 
 Several files replaced as one change (``kernels add`` writes pyproject.toml and the lock)
-go through :func:`write_together`: the new texts are first recorded in a journal file,
-written atomically, which is the commit point; then each file is replaced and the journal
-removed. A kill before the commit point changes nothing; after it, the next reader calls
-:func:`finish_pending`, which applies the journal again (each step can be repeated). A
-file reached through a symbolic link is written at its target; a file with other hard
-links is rewritten in place so that every link sees the change.
+go through :func:`write_together`: the new texts, and a SHA-256 of what each file held
+before, are first recorded in a journal file, written atomically, which is the commit
+point; then each file is replaced and the journal removed. A kill before the commit point
+changes nothing; after it, the next command that writes the project calls
+:func:`finish_pending`, which applies the journal again (each step can be repeated), but
+only to the files it may name, each still as it was before the edit or already as after
+it: a journal is input like any other file in a checkout, and anything else is refused
+(:class:`EditJournalError`) and left in place. A file reached through a symbolic link is
+written at its target (an interrupted edit is finished only in files without links); a file with
+other hard links is rewritten in place so that every link sees the change.
 
-This module imports only the standard library and ``errors``: the cache and the build
-hooks may use it.
+This module imports only the standard library, ``jsondoc`` and ``errors``: the cache and
+the build hooks may use it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import secrets
 import stat
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from kernel_deps.errors import FileWriteError
+from kernel_deps import jsondoc
+from kernel_deps.errors import EditJournalError, FileWriteError
 
 __all__ = ["finish_pending", "write_text", "write_text_if_changed", "write_together"]
 
@@ -57,37 +64,136 @@ def write_together(files: Mapping[Path, str], *, journal: Path) -> None:
 
     The files must sit in the journal's folder: the journal names them by file name
     only, so a copied or moved project finishes its own change, and a journal can never
-    name a file elsewhere.
+    name a file elsewhere. The journal records what each file holds now (its SHA-256, or
+    that it is absent) beside its new text: :func:`finish_pending` applies it only to
+    files still in one of those two states.
     """
     for path in files:
         if Path(path).absolute().parent != Path(journal).absolute().parent:
             raise ValueError(f"{path}: not in the folder of {journal}")
-    record = {"files": [{"name": Path(path).name, "text": text} for path, text in files.items()]}
+    entries = [{"name": Path(path).name, "before": _state(Path(path)), "text": text} for path, text in files.items()]
     try:
-        _replace(journal, json.dumps(record).encode("utf-8"))  # the commit point
+        _replace(journal, json.dumps({_FORMAT_KEY: _FORMAT, "files": entries}).encode("utf-8"))  # the commit point
     except OSError as exc:
         raise FileWriteError(f"{journal}: cannot write ({exc.strerror or exc}); check the folder's permissions "
                              "and free space; nothing was changed") from None  # fmt: skip
-    finish_pending(journal)
+    _apply(journal, [(Path(path), text.encode("utf-8")) for path, text in files.items()])
 
 
-def finish_pending(journal: Path) -> bool:
+def finish_pending(journal: Path, *, names: Collection[str]) -> bool:
     """Apply a :func:`write_together` change a kill interrupted; True when there was one.
 
-    A journal that cannot be read as one is left alone and reported as FileWriteError.
+    The journal is input like any file in the folder (it may have come with a checkout),
+    so it is applied only when it proves to be an interrupted edit: it may name only the
+    files ``names`` lists, each a file without a symbolic or hard link that still holds
+    what the journal says it held before the edit, or already holds its new text. Anything
+    else is refused with one :class:`EditJournalError` naming the journal, left in place.
     """
     try:
-        record = json.loads(Path(journal).read_bytes())
-        files = [(_journal_name(entry["name"]), entry["text"].encode("utf-8")) for entry in record["files"]]
+        info = os.lstat(journal)
     except FileNotFoundError:
         return False
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise FileWriteError(
-            f"{journal}: an unfinished edit of pyproject.toml and kernels.lock cannot be read ({exc}); "
-            "check both files, then delete it"
-        ) from None
-    for name, data in files:
+    except OSError as exc:
+        raise _refused(journal, names, f"cannot be read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise _refused(journal, names, "not a plain file")
+    try:
+        record = jsondoc.loads(Path(journal).read_bytes(), no_duplicate_keys=True)
+        entries = _journal_entries(record, names)
+    except OSError as exc:
+        raise _refused(journal, names, f"cannot be read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # JSONDocumentError included
+        raise _refused(journal, names, str(exc)) from None
+    pending: list[tuple[Path, bytes]] = []
+    for name, before, data in entries:
         path = Path(journal).parent / name
+        try:
+            info = os.lstat(path)
+        except OSError:
+            info = None  # absent (or unreadable: the read below says so)
+        if info is not None and (stat.S_ISLNK(info.st_mode) or info.st_nlink > 1):
+            raise _refused(journal, names, f"{name} is a link; an interrupted edit is finished only in plain files")
+        try:
+            current = path.read_bytes()
+        except FileNotFoundError:
+            current = None
+        except OSError as exc:
+            raise _refused(journal, names, f"{name} cannot be read: {exc.strerror or exc}") from None
+        if current == data:
+            continue  # replaced before the kill
+        if _digest(current) != before:
+            reason = f"{name} holds neither what it held before that edit nor what the edit writes"
+            raise _refused(journal, names, reason)
+        pending.append((path, data))
+    _apply(journal, pending)
+    return True
+
+
+# The journal's own format: {"kernel-deps-edit": 1, "files": [{"name", "before", "text"}]}.
+_FORMAT_KEY = "kernel-deps-edit"
+_FORMAT = 1
+_ENTRY_KEYS = {"name", "before", "text"}
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def _journal_entries(record: object, names: Collection[str]) -> list[tuple[str, str | None, bytes]]:
+    """(name, digest before or None, new bytes) of each file a journal names; ValueError saying what is wrong."""
+    if not isinstance(record, dict) or record.get(_FORMAT_KEY) != _FORMAT or set(record) != {_FORMAT_KEY, "files"}:
+        raise ValueError(f'not a journal of this kernel-deps (expected {{"{_FORMAT_KEY}": {_FORMAT}, "files": [...]}})')
+    files = record["files"]
+    if not isinstance(files, list) or not files:
+        raise ValueError('"files" is not a list of the files the edit changes')
+    entries: list[tuple[str, str | None, bytes]] = []
+    for entry in files:
+        if not isinstance(entry, dict) or set(entry) != _ENTRY_KEYS:
+            raise ValueError(f'an entry of "files" is not an object with the keys {", ".join(sorted(_ENTRY_KEYS))}')
+        name, before, text = entry["name"], entry["before"], entry["text"]
+        if not isinstance(name, str) or name not in names:
+            allowed = " and ".join(sorted(names))
+            raise ValueError(f"it names {_show(name)}; an edit journal may name only {allowed}")
+        if any(name == seen for seen, _, _ in entries):
+            raise ValueError(f"it names {name} twice")
+        if not (before is None or (isinstance(before, str) and _DIGEST.fullmatch(before))):
+            raise ValueError(f'{name}: "before" is {_show(before)}, not null or "sha256:" and 64 hex digits')
+        if not isinstance(text, str):
+            raise ValueError(f'{name}: "text" is {_show(text)}, not a string')
+        try:
+            entries.append((name, before, text.encode("utf-8")))
+        except UnicodeEncodeError:
+            raise ValueError(f'{name}: "text" is not valid Unicode (a lone surrogate)') from None
+    return entries
+
+
+def _show(value: object) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _refused(journal: Path, names: Collection[str], reason: str) -> EditJournalError:
+    files = " and ".join(sorted(names))
+    return EditJournalError(
+        f"{journal}: refused, not an interrupted edit of {files} ({reason}); it was left in place: "
+        f"check {files}, then delete it"
+    )
+
+
+def _state(path: Path) -> str | None:
+    """The digest of what ``path`` holds now (through a link), None when absent; FileWriteError."""
+    try:
+        return _digest(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise FileWriteError(f"{path}: cannot read ({exc.strerror or exc}); nothing was changed") from None
+
+
+def _digest(data: bytes | None) -> str | None:
+    return None if data is None else "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _apply(journal: Path, files: list[tuple[Path, bytes]]) -> None:
+    """Give each file its new bytes (each step can be repeated), then remove the journal."""
+    for path, data in files:
         try:
             _write_through(path, data)
         except OSError as exc:
@@ -95,14 +201,6 @@ def finish_pending(journal: Path) -> bool:
                                  f"free space, then run the command again to finish the change in {journal}") from None  # fmt: skip
     Path(journal).unlink(missing_ok=True)
     _sync_folder(Path(journal).parent)
-    return True
-
-
-def _journal_name(name: object) -> str:
-    """A file name from a journal: a plain name in the journal's folder, nothing else."""
-    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise ValueError(f"{name!r} is not a file name beside the journal")
-    return name
 
 
 def _write_through(path: Path, data: bytes) -> None:

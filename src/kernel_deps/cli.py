@@ -57,6 +57,11 @@ def _quiet() -> bool:
     return bool(click.get_current_context().meta.get(_QUIET_META))
 
 
+def _notice():
+    """Where a library function's notices go (waiting for another command): stderr, or nowhere with -q."""
+    return None if _quiet() else (lambda text: click.echo(text, err=True))
+
+
 def _colour(text: str, **style) -> str:
     """``text`` styled for a terminal, plain when NO_COLOR is set (click drops styles off a terminal)."""
     return text if os.environ.get("NO_COLOR") else click.style(text, **style)
@@ -332,7 +337,9 @@ def lock(
     if check and dry_run:
         raise UsageError("--check and --dry-run exclude each other; pass one of them")
     write = not (check or dry_run)
-    outcome = lock_project(project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=write)
+    outcome = lock_project(
+        project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=write, notice=_notice()
+    )
     _render_outcome(outcome, as_json=as_json, check=check, quiet=_quiet())
 
 
@@ -412,17 +419,25 @@ def add(requirement: str, project_dir: Path | None, legacy_project: Path | None,
     from kernel_deps.hub import HubClient
     from kernel_deps.listing import requirement_for_newest
     from kernel_deps.locking import edit_and_relock
-    from kernel_deps.pyproject import add_requirement, read_targets
+    from kernel_deps.pyproject import add_requirement, targets_from_text
     from kernel_deps.spec import parse_add_argument
 
-    repo_id, value = parse_add_argument(requirement)
+    repo_id, asked = parse_add_argument(requirement)
+    source = str(project_dir / PYPROJECT_NAME)
+    chosen = []
+
+    def edit(text: str) -> str:  # under the project's edit lock: the newest fit for the targets of this text
+        value = asked
+        if value is None:
+            value = requirement_for_newest(repo_id, hub=hub, targets=targets_from_text(text, source=source))
+        chosen.append(value)
+        return add_requirement(text, repo_id, value, source=source)
+
     hub = HubClient()
     with hub.operation():  # one time budget for the look-up and the relock
-        if value is None:
-            value = requirement_for_newest(repo_id, hub=hub, targets=read_targets(project_dir))
-        source = str(project_dir / PYPROJECT_NAME)
-        outcome = edit_and_relock(project_dir, lambda text: add_requirement(text, repo_id, value, source=source), hub=hub)
+        outcome = edit_and_relock(project_dir, edit, hub=hub, notice=_notice())
     if not (as_json or _quiet()):
+        value = chosen[-1]
         click.echo(f"Added {repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
     _render_outcome(outcome, as_json=as_json, check=False, quiet=_quiet())
 
@@ -440,7 +455,9 @@ def remove(repo_id: str, project_dir: Path | None, legacy_project: Path | None, 
     from kernel_deps.pyproject import remove_requirement
 
     source = str(project_dir / PYPROJECT_NAME)
-    outcome = edit_and_relock(project_dir, lambda text: remove_requirement(text, repo_id, source=source))
+    outcome = edit_and_relock(
+        project_dir, lambda text: remove_requirement(text, repo_id, source=source), notice=_notice()
+    )
     if not (as_json or _quiet()):
         click.echo(f"Removed {repo_id}")
     _render_outcome(outcome, as_json=as_json, check=False, quiet=_quiet())

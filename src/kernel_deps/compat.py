@@ -18,8 +18,8 @@ is (it pins commits and variant hashes, all they need) and never rewrite it; a k
 ``kernels export`` writes our lock in either of their formats (:func:`to_kernels016`,
 :func:`to_kernels017`), so a project can hand its pins to a tool that reads only those.
 
-This module imports :mod:`kernel_deps.lockfile` (the model, its JSON helpers) and
-``errors``.
+This module imports :mod:`kernel_deps.lockfile` (the model, its JSON helpers),
+``projectedit`` (a lock is not read for use mid-edit) and ``errors``.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from kernel_deps.lockfile import (
     read_lock_text,
     repo_id_problem,
 )
+from kernel_deps.projectedit import refuse_pending_edit
 
 __all__ = [
     "EXPORT_FORMATS", "KERNELS_016", "KERNELS_017", "export_lock", "from_kernels016", "is_kernels017",
@@ -54,7 +55,9 @@ KERNELS_017 = "Hugging Face kernels 0.17"
 
 def read_lock_for_use(path: Path) -> tuple[Lockfile, str | None]:
     """The lock at ``path`` for download, verify and the loader, and which other tool
-    wrote it (None: kernel-deps). See :func:`parse_lock_for_use`."""
+    wrote it (None: kernel-deps). See :func:`parse_lock_for_use`. PendingEditError with an
+    edit journal beside it: a lock read for use is never read mid-edit."""
+    refuse_pending_edit(Path(path))
     return parse_lock_for_use(read_lock_text(path), source=str(path))
 
 

@@ -94,6 +94,20 @@ class FileWriteError(KernelDepsError):
     """A file could not be written (permissions, full disk); nothing was half-written."""
 
 
+class PendingEditError(KernelDepsError):
+    """An edit journal lies beside pyproject.toml and kernels.lock: a command that only reads
+    neither applies it nor trusts the files it would change."""
+
+
+class EditJournalError(UsageError):
+    """An edit journal that does not prove to be an interrupted edit of the project's own
+    files (unreadable, naming another file, or not matching them): refused and left."""
+
+
+class ProjectBusyError(KernelDepsError):
+    """Another command held the project's edit lock for the whole time budget."""
+
+
 class CacheBusyError(KernelDepsError):
     """Another process held a download lock of the cache for the whole time budget."""
 

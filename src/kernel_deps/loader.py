@@ -44,6 +44,7 @@ from kernel_deps.errors import (
     UsageError,
 )
 from kernel_deps.compat import parse_lock_for_use, read_lock_for_use
+from kernel_deps.projectedit import refuse_pending_edit
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
 from kernel_deps.system import SystemInfo, detect_system
@@ -118,7 +119,8 @@ _parsed_locks: dict[Path, tuple[tuple[int, int], Lockfile]] = {}
 
 def _read_lock(path: Path) -> Lockfile:
     """The lock at ``path`` (ours or kernels <= 0.16's), parsed again only when the file
-    changes (size or mtime)."""
+    changes (size or mtime); never while an edit journal lies beside it."""
+    refuse_pending_edit(path)
     try:
         stat = path.stat()
         key = (stat.st_mtime_ns, stat.st_size)

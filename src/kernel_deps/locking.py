@@ -24,6 +24,7 @@ from kernel_deps.lockfile import (
     read_lock_text,
     write_lockfile,
 )
+from kernel_deps.projectedit import editing
 from kernel_deps.pyproject import project_from_text, read_project, read_pyproject_text, read_targets
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
 from kernel_deps.errors import UsageError
@@ -83,12 +84,39 @@ def lock_project(
     upgrade: bool = False,
     upgrade_packages: Iterable[str] = (),
     write: bool = True,
+    notice: Callable[[str], None] | None = None,
 ) -> LockOutcome:
     """Resolve the project's kernels and (unless ``write`` is False) write kernels.lock.
 
     ``requirements`` and ``targets`` default to the project's pyproject.toml; with targets
     declared, every locked kernel has a build for each of them, or nothing is written.
+    Writing holds the project's edit lock from before the files are read until the lock
+    is written (:func:`kernel_deps.projectedit.editing`, which tells ``notice`` when it
+    waits for another command); without ``write``, a pending edit journal is a
+    PendingEditError, never applied.
     """
+    if not write:
+        return _lock_project(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=upgrade,
+                             upgrade_packages=upgrade_packages, write=False)  # fmt: skip
+    from kernel_deps.hub import HubClient
+
+    hub = hub or HubClient()
+    with hub.operation(), editing(Path(project_dir), hub=hub, notice=notice):
+        return _lock_project(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=upgrade,
+                             upgrade_packages=upgrade_packages, write=True)  # fmt: skip
+
+
+def _lock_project(
+    project_dir: Path,
+    *,
+    hub: HubClient | None,
+    requirements: Sequence[KernelRequirement] | None,
+    targets: Sequence[Target] | None,
+    upgrade: bool,
+    upgrade_packages: Iterable[str],
+    write: bool,
+) -> LockOutcome:
+    """:func:`lock_project`, with the edit lock held when ``write``."""
     project_dir = Path(project_dir)
     if requirements is None:
         requirements, read = read_project(project_dir)
@@ -255,25 +283,39 @@ def _spec(requirement: str | None) -> str:
     return repr(requirement) if requirement is not None else "(none, transitive)"
 
 
-def edit_and_relock(project_dir: Path, edit: Callable[[str], str], *, hub: HubClient | None = None) -> LockOutcome:
+def edit_and_relock(
+    project_dir: Path,
+    edit: Callable[[str], str],
+    *,
+    hub: HubClient | None = None,
+    notice: Callable[[str], None] | None = None,
+) -> LockOutcome:
     """Apply ``edit`` to pyproject.toml and relock, as one change.
 
-    The new requirements are resolved before anything is written; then pyproject.toml
-    and kernels.lock are replaced together (:func:`atomicfile.write_together`), so a
-    failure or a kill at any moment leaves both old or both new, never an edited
-    pyproject.toml beside an old lock. Links are written through, at their target.
+    The project's edit lock is held throughout, so ``edit`` sees what the last command
+    wrote and no other command writes before this one is done (``notice`` is told when it
+    waits). The new requirements are resolved before anything is written; then
+    pyproject.toml and kernels.lock are replaced together
+    (:func:`atomicfile.write_together`), so a failure or a kill at any moment leaves both
+    old or both new, never an edited pyproject.toml beside an old lock. Links are written
+    through, at their target.
     """
+    from kernel_deps.hub import HubClient
+
     project_dir = Path(project_dir)
     pyproject = project_dir / PYPROJECT_NAME
-    original = read_pyproject_text(project_dir)
-    updated = edit(original)
-    if updated == original:
-        return lock_project(project_dir, hub=hub)
-    requirements, targets = project_from_text(updated, source=str(pyproject))
-    outcome = lock_project(project_dir, hub=hub, requirements=requirements, targets=targets, write=False)
-    files = {pyproject: updated}
-    if not outcome.up_to_date:
-        files[outcome.path] = outcome.lock.to_json()
-    atomicfile.write_together(files, journal=project_dir / EDIT_JOURNAL_NAME)
+    hub = hub or HubClient()
+    with hub.operation(), editing(project_dir, hub=hub, notice=notice):
+        original = read_pyproject_text(project_dir)
+        updated = edit(original)
+        if updated == original:
+            return _lock_project(project_dir, hub=hub, requirements=None, targets=None, upgrade=False,
+                                 upgrade_packages=(), write=True)  # fmt: skip
+        requirements, targets = project_from_text(updated, source=str(pyproject))
+        outcome = _lock_project(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=False,
+                                upgrade_packages=(), write=False)  # fmt: skip
+        files = {pyproject: updated}
+        if not outcome.up_to_date:
+            files[outcome.path] = outcome.lock.to_json()
+        atomicfile.write_together(files, journal=project_dir / EDIT_JOURNAL_NAME)
     return replace(outcome, written=not outcome.up_to_date)
-

@@ -3,8 +3,10 @@
 Reading parses the file once (tomlkit) and returns the ``[tool.kernels]`` table and the
 requirements of ``[tool.kernels.dependencies]`` (:mod:`kernel_deps.spec` judges each
 entry); an invalid entry is named with its file and line. Editing goes through tomlkit,
-so comments, layout and line endings survive. Reading first finishes a ``kernels add`` /
-``kernels remove`` that a kill interrupted after it committed (:mod:`kernel_deps.atomicfile`).
+so comments, layout and line endings survive. Reading never applies the journal of an
+interrupted ``kernels add`` / ``kernels remove``: with one beside the file, it is a
+PendingEditError (:mod:`kernel_deps.projectedit`; a command that writes finishes the
+journal first, under the project's edit lock).
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from tomlkit.exceptions import ParseError, TOMLKitError
 from tomlkit.items import InlineTable
 from tomlkit.toml_document import TOMLDocument
 
-from kernel_deps import atomicfile
 from kernel_deps.errors import PyprojectError
-from kernel_deps.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
+from kernel_deps.projectedit import refuse_pending_edit
+from kernel_deps.settings import PYPROJECT_NAME
 from kernel_deps.targets import InvalidTargetName, Target, parse_targets
 from kernel_deps.spec import (
     TABLE,
@@ -96,9 +98,13 @@ def project_from_text(text: str, *, source: str) -> tuple[list[KernelRequirement
 def read_targets(project_dir: Path) -> tuple[Target, ...]:
     """The deployment targets ``[tool.kernels] targets`` declares; empty when none are
     (with or without a ``[tool.kernels.dependencies]`` table)."""
-    source = str(Path(project_dir) / PYPROJECT_NAME)
     text = _read_pyproject(Path(project_dir), missing_ok=False)
     assert text is not None
+    return targets_from_text(text, source=str(Path(project_dir) / PYPROJECT_NAME))
+
+
+def targets_from_text(text: str, *, source: str) -> tuple[Target, ...]:
+    """:func:`read_targets` of pyproject.toml text read from ``source``."""
     kernels, _ = _kernels_table(text, source)
     return targets_from_table(kernels, text, source)
 
@@ -138,8 +144,8 @@ def _no_table(source: object) -> PyprojectError:
 
 def _read_pyproject(project_dir: Path, *, missing_ok: bool) -> str | None:
     path = project_dir / PYPROJECT_NAME
-    # A `kernels add` / `remove` killed after committing its change: finish it first.
-    atomicfile.finish_pending(project_dir / EDIT_JOURNAL_NAME)
+    # A pending edit is finished only by a command that writes, before it reads (kernel_deps.projectedit).
+    refuse_pending_edit(path)
     try:
         return path.read_bytes().decode("utf-8")
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):

@@ -22,6 +22,8 @@ PYPROJECT_NAME = "pyproject.toml"
 # Written beside them while `kernels add` / `remove` replace pyproject.toml and the lock
 # as one change; its presence means that change is committed but not yet fully applied.
 EDIT_JOURNAL_NAME = ".kernels-edit.json"
+# Held (an empty file, there only meanwhile) by every command that writes pyproject.toml or the lock.
+EDIT_LOCK_NAME = ".kernels-edit.lock"
 BUILD_DIR = "build"
 # At the top of a kernel repo's main branch: its status, e.g. a redirect to another repo.
 KERNEL_STATUS_NAME = "kernel-status.toml"

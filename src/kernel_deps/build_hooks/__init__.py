@@ -13,6 +13,11 @@ adapters around :func:`lock_for_build`, which decides, offline, what a build emb
   allow-stale-lock = true`` says to embed it anyway (with a warning);
 - otherwise the lock, byte for byte.
 
+A build never writes the project, so it never finishes the edit journal an interrupted
+``kernels add`` / ``kernels remove`` leaves: with one beside the files, the build is
+refused (:class:`~kernel_deps.errors.PendingEditError`, naming the journal and what to
+run), as every command that only reads refuses it.
+
 This module is imported by every setuptools build whose environment has kernel-deps, so
 it imports nothing heavy at import. pyproject.toml is read and parsed once, by
 :func:`kernel_deps.spec.read_kernels_table`, the reader ``kernels lock`` uses, so a build

@@ -1,0 +1,135 @@
+"""Editing a project's pyproject.toml and kernels.lock: one command at a time, journals checked.
+
+A project's two files change only under :func:`editing`, which every command that writes
+them runs inside (``kernels lock``, ``kernels add``, ``kernels remove``). It holds the
+project's edit lock, ``.kernels-edit.lock`` beside the files (a ``filelock`` file lock, so
+a second command waits for the first and then reads what the first wrote, instead of both
+editing the same old texts and one losing), and finishes first an edit a kill interrupted
+(:func:`kernel_deps.atomicfile.finish_pending`, which applies only a journal proving to be
+such an edit of these very files). The lock file exists only while a command holds it:
+the holder removes it before letting go, and a command that then gets the lock on a file
+no longer there locks the file there now instead, so no two ever hold it.
+
+Commands that only read the project never apply a journal: they call
+:func:`refuse_pending_edit` where they read either file, which reports one as a problem
+(:class:`PendingEditError`, exit 1), naming it and what to run.
+
+This module imports the standard library, ``errors``, ``settings`` and ``atomicfile`` at
+import, so the loader may use it; ``filelock`` only when a command edits.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator
+
+from kernel_deps import atomicfile
+from kernel_deps.errors import FileWriteError, PendingEditError, ProjectBusyError, PyprojectError, UsageError
+from kernel_deps.settings import BUDGET_ENV, EDIT_JOURNAL_NAME, EDIT_LOCK_NAME, LOCK_NAME, PYPROJECT_NAME
+
+if TYPE_CHECKING:
+    from filelock import FileLock
+
+    from kernel_deps.hub import HubClient
+
+__all__ = ["PROJECT_FILES", "editing", "refuse_pending_edit"]
+
+# The only files an edit journal may name: those of the project it lies in.
+PROJECT_FILES = (PYPROJECT_NAME, LOCK_NAME)
+
+
+def refuse_pending_edit(path: Path) -> None:
+    """PendingEditError when an edit journal lies beside ``path``, pyproject.toml or
+    kernels.lock, which that edit would change; nothing to check for another file name.
+
+    For commands that only read: they neither apply the journal (it may have come with a
+    checkout) nor read the files as if the edit were done or undone.
+    """
+    path = Path(path)
+    if path.name not in PROJECT_FILES:
+        return
+    journal = path.with_name(EDIT_JOURNAL_NAME)
+    if os.path.lexists(journal):
+        raise PendingEditError(
+            f"{journal}: an edit of {PYPROJECT_NAME} and {LOCK_NAME} is pending (an interrupted 'kernels add' or "
+            f"'kernels remove' leaves one) and this command only reads, so it applies nothing; run 'kernels lock "
+            f"{path.parent}' to finish that edit, or delete the file if no kernels command was interrupted there"
+        )
+
+
+@contextmanager
+def editing(project_dir: Path, *, hub: HubClient, notice: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the edit lock of ``project_dir``, with an interrupted edit finished; read the files inside.
+
+    Waits for another command at most the time left in ``hub``'s operation (ProjectBusyError
+    after it); a wait longer than a moment, and an interrupted edit finished, are told to
+    ``notice``. EditJournalError for a journal that is not an interrupted edit. The lock
+    file exists only while a command holds it.
+    """
+    project_dir = Path(project_dir)
+    if not os.path.lexists(project_dir / PYPROJECT_NAME):  # not a project: leave nothing in the folder
+        raise PyprojectError(f"no {PYPROJECT_NAME} in {project_dir}")
+    lock_file = project_dir / EDIT_LOCK_NAME
+    if os.path.islink(lock_file):  # never open a file a link planted there points at
+        raise UsageError(f"{lock_file}: a symbolic link; kernel-deps locks a project with a plain file there: delete it")
+    try:
+        lock = _acquire(lock_file, project_dir, hub, notice)
+    except OSError as exc:
+        raise FileWriteError(f"{lock_file}: cannot create or lock ({exc.strerror or exc}); check the folder's "
+                             "permissions") from None  # fmt: skip
+    try:
+        journal = project_dir / EDIT_JOURNAL_NAME
+        if atomicfile.finish_pending(journal, names=PROJECT_FILES) and notice is not None:
+            notice(f"finished an interrupted edit of {PYPROJECT_NAME} and {LOCK_NAME} recorded in {journal}")
+        yield
+    finally:
+        # Removed while still held: a command waiting on this file then finds it gone and
+        # locks the next one, so no edit leaves a file behind and no two hold the lock.
+        with suppress(OSError):
+            lock_file.unlink()
+        lock.release()
+
+
+def _acquire(lock_file: Path, project_dir: Path, hub: HubClient, notice: Callable[[str], None] | None) -> FileLock:
+    """The edit lock, held on the file now at ``lock_file``; ProjectBusyError when the budget runs out."""
+    from filelock import FileLock, Timeout
+
+    from kernel_deps.download import LOCK_NOTICE_SECONDS
+
+    transport = hub.transport
+    told = False
+    while True:
+        lock = FileLock(str(lock_file))
+        try:
+            lock.acquire(timeout=max(min(LOCK_NOTICE_SECONDS, transport.time_left()), 0))
+        except Timeout:
+            if notice is not None and not told:
+                notice(f"waiting for another kernels command editing {project_dir} (lock {lock_file}) ...")
+            told = True
+            try:
+                lock.acquire(timeout=max(transport.time_left(), 0))
+            except Timeout:
+                raise ProjectBusyError(
+                    f"{project_dir}: another kernels command held {lock_file} until the {transport.budget:g} s budget "
+                    f"was spent; run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that file "
+                    "if none is running"
+                ) from None
+        if _holds_the_file_there(lock, lock_file):
+            return lock
+        lock.release()  # the command before removed that file as it finished: lock the one there now
+
+
+def _holds_the_file_there(lock: FileLock, lock_file: Path) -> bool:
+    """Whether ``lock`` holds the file now at ``lock_file``, not one its last holder removed.
+
+    filelock 4 makes sure of it itself; for older versions the descriptor is compared.
+    """
+    fd = getattr(getattr(lock, "_context", None), "lock_file_fd", None)
+    if not isinstance(fd, int):
+        return True  # no descriptor to compare (another backend): filelock's own word
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(lock_file))
+    except FileNotFoundError:
+        return False
