@@ -4,7 +4,6 @@ loop, time budget and error mapping; against the local Hub and servers that misb
 from __future__ import annotations
 
 import http.server
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -15,42 +14,7 @@ import pytest
 from kernel_deps.errors import FileWriteError, HubError, HubUnavailableError, OfflineError, RepoNotFoundError
 from kernel_deps.hub import HubClient
 from tests.fixtures.builder import CPU_VARIANT
-
-
-class SilentServer:
-    """Accepts TCP connections and never answers a byte; counts the connections."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.accepted = 0
-        self._held: list[socket.socket] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            self.accepted += 1
-            self._held.append(conn)
-
-    def __enter__(self) -> "SilentServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        for conn in self._held:
-            conn.close()
-        self.sock.close()
+from tests.fixtures.servers import SilentServer
 
 
 @contextmanager
