@@ -127,3 +127,17 @@ def test_a_download_that_cannot_be_written_is_a_file_error(hub_env, tmp_path) ->
     message = str(info.value)
     assert message.startswith(f"kernels-test/rotary {path}: cannot write the download {dest}")
     assert "check free space and permissions" in message and "\n" not in message
+
+
+def test_a_huggingface_hub_imported_offline_is_an_offline_error_without_the_credentials(hub_env, monkeypatch) -> None:
+    """huggingface_hub reads offline mode once, at import: when it was on then and is off
+    now, its refusal is an offline error, not a failed write quoting the request URL."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as if imported with HF_HUB_OFFLINE=1
+    endpoint = hub_env.url.replace("http://", "http://user:s3cret@")
+    with pytest.raises(OfflineError) as info:
+        HubClient(endpoint=endpoint).list_refs("kernels-test/rotary")
+    message = str(info.value)
+    assert message.startswith("kernels-test/rotary: huggingface_hub was imported in offline mode (HF_HUB_OFFLINE")
+    assert "s3cret" not in message

@@ -59,6 +59,8 @@ from kernel_deps.redaction import redact, shown_url, url_secrets
 from kernel_deps.settings import (
     BUDGET_ENV,
     ENDPOINT_ENV,
+    OFFLINE_ENV,
+    TRANSFORMERS_OFFLINE_ENV,
     check_hub_settings,
     endpoint_problem,
     env_seconds,
@@ -262,8 +264,11 @@ class Transport:
             except BudgetSpent:
                 raise self.budget_spent(f"{target.label}: the Hub at {self.shown_endpoint} sends too slowly") from None
             except OfflineModeIsEnabled:
-                # huggingface_hub read offline mode when it was imported; the setting changed since.
-                raise self.offline(target) from None
+                # huggingface_hub reads offline mode once, when imported; it was on then.
+                raise OfflineError(
+                    f"{target.repo_id}: huggingface_hub was imported in offline mode ({OFFLINE_ENV} or "
+                    f"{TRANSFORMERS_OFFLINE_ENV} was set then), but this needs the Hub; start again without it"
+                ) from None
             except (HfHubHTTPError, httpx2.HTTPError, OSError) as exc:
                 if isinstance(exc, OSError) and not isinstance(exc, (HfHubHTTPError, httpx2.HTTPError)):
                     # The HTTP client wraps socket errors; a bare OSError is local file I/O.
