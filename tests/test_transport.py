@@ -4,7 +4,6 @@ loop, time budget and error mapping; against the local Hub and servers that misb
 from __future__ import annotations
 
 import http.server
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -15,42 +14,7 @@ import pytest
 from kernel_deps.errors import FileWriteError, HubError, HubUnavailableError, OfflineError, RepoNotFoundError
 from kernel_deps.hub import HubClient
 from tests.fixtures.builder import CPU_VARIANT
-
-
-class SilentServer:
-    """Accepts TCP connections and never answers a byte; counts the connections."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.accepted = 0
-        self._held: list[socket.socket] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            self.accepted += 1
-            self._held.append(conn)
-
-    def __enter__(self) -> "SilentServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        for conn in self._held:
-            conn.close()
-        self.sock.close()
+from tests.fixtures.servers import SilentServer
 
 
 @contextmanager
@@ -163,3 +127,17 @@ def test_a_download_that_cannot_be_written_is_a_file_error(hub_env, tmp_path) ->
     message = str(info.value)
     assert message.startswith(f"kernels-test/rotary {path}: cannot write the download {dest}")
     assert "check free space and permissions" in message and "\n" not in message
+
+
+def test_a_huggingface_hub_imported_offline_is_an_offline_error_without_the_credentials(hub_env, monkeypatch) -> None:
+    """huggingface_hub reads offline mode once, at import: when it was on then and is off
+    now, its refusal is an offline error, not a failed write quoting the request URL."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as if imported with HF_HUB_OFFLINE=1
+    endpoint = hub_env.url.replace("http://", "http://user:s3cret@")
+    with pytest.raises(OfflineError) as info:
+        HubClient(endpoint=endpoint).list_refs("kernels-test/rotary")
+    message = str(info.value)
+    assert message.startswith("kernels-test/rotary: huggingface_hub was imported in offline mode (HF_HUB_OFFLINE")
+    assert "s3cret" not in message

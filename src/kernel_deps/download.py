@@ -42,7 +42,7 @@ from kernel_deps.errors import (
 from kernel_deps.hashing import is_hashed_path, variant_hash
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.pools import worker_pool
-from kernel_deps.settings import BUDGET_ENV, BUILD_DIR, HUB_WORKERS, LOCK_NAME, PYPROJECT_NAME, is_offline
+from kernel_deps.settings import BUDGET_ENV, BUILD_DIR, HUB_WORKERS, LOCK_NAME, PYPROJECT_NAME, is_offline, offline_env
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.targets import Target, serving_variant, targets_from_options
 from kernel_deps.variants import is_valid_variant_name, parse_variant, select_variant, system_for_variant
@@ -200,7 +200,7 @@ def download_lock(
         return report
     if is_offline():
         names = ", ".join(t.label for t in missing)
-        raise OfflineError(f"not in the cache and HF_HUB_OFFLINE is set: {names}; run 'kernels download' with network access")
+        raise OfflineError(f"not in the cache and {offline_env()} is set: {names}; run 'kernels download' with network access")
 
     if hub is None:
         from kernel_deps.hub import HubClient

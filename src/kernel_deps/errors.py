@@ -2,9 +2,13 @@
 
 Errors carry data and a message; they never print. The CLI renders each one once, as a
 single line, and exits with the error's ``exit_code`` (1: a problem found, 2: bad input).
+Every message is redacted when the error is made (:func:`kernel_deps.redaction.redact`):
+no error, whatever text from a lower layer it quotes, holds a URL's user-info or a token.
 """
 
 from __future__ import annotations
+
+from kernel_deps.redaction import redact, shown_url
 
 
 class KernelDepsError(Exception):
@@ -13,6 +17,7 @@ class KernelDepsError(Exception):
     exit_code = 1
 
     def __init__(self, message: str) -> None:
+        message = redact(message)
         super().__init__(message)
         self.message = message
 
@@ -35,6 +40,7 @@ class RepoNotFoundError(HubError):
     """No kernel (or legacy model) repo of that id exists, or it is private."""
 
     def __init__(self, repo_id: str, endpoint: str) -> None:
+        endpoint = shown_url(endpoint)  # the Hub's address as messages show it, credentials hidden
         super().__init__(
             f"kernel repo {repo_id!r} not found on {endpoint}; check the name, "
             "or set HF_TOKEN if the repo is private"

@@ -109,7 +109,13 @@ class HubClient:
 
     @property
     def endpoint(self) -> str:
+        """The Hub's base URL, credentials included: for building request URLs, never for messages."""
         return self.transport.endpoint
+
+    @property
+    def shown_endpoint(self) -> str:
+        """The Hub's base URL as messages name it, its credentials hidden."""
+        return self.transport.shown_endpoint
 
     @contextmanager
     def operation(self) -> Iterator["HubClient"]:
@@ -132,7 +138,7 @@ class HubClient:
             with self._lock:
                 self._repo_types[repo_id] = repo_type
             return RepoRefs(repo_id, repo_type, found)
-        raise RepoNotFoundError(repo_id, self.endpoint)
+        raise RepoNotFoundError(repo_id, self.shown_endpoint)
 
     def repo_type(self, repo_id: str) -> str:
         """``kernel`` or ``model``: where ``repo_id`` was found (lists refs if not yet known)."""

@@ -3,7 +3,8 @@
 File and folder names (the lock, the build folder), the Hub repo types kernel-deps uses
 and how the Hub and its cache spell them, how many Hub requests run at once, and the
 environment variables kernel-deps reads. Variables are read when asked, not at import,
-and parsed strictly: a value that is neither on nor off is bad input naming the variable.
+and parsed strictly: an on/off variable is read by huggingface_hub's rule, and a value
+that is neither exactly on nor exactly off is bad input naming the variable.
 
 This module imports nothing heavy: the CLI's start-up and the build hooks read it.
 """
@@ -12,10 +13,12 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from urllib.parse import urlsplit
 
 from kernel_deps.errors import UsageError
+from kernel_deps.redaction import ENDPOINT_ENV, redact, shown_url, url_secrets
 
 LOCK_NAME = "kernels.lock"
 PYPROJECT_NAME = "pyproject.toml"
@@ -62,20 +65,26 @@ def hash_threads() -> int:
     return max(1, min(cores, MAX_HASH_THREADS))
 
 OFFLINE_ENV = "HF_HUB_OFFLINE"
+# huggingface_hub reads it when HF_HUB_OFFLINE is unset or empty.
+TRANSFORMERS_OFFLINE_ENV = "TRANSFORMERS_OFFLINE"
 BUDGET_ENV = "KERNELS_HUB_BUDGET"
 ALLOW_STALE_ENV = "KERNELS_ALLOW_STALE_LOCK"
-ENDPOINT_ENV = "HF_ENDPOINT"
+# ENDPOINT_ENV (HF_ENDPOINT) is defined in kernel_deps.redaction, which hides its credentials.
 # Whole numbers huggingface_hub parses when it is imported (a traceback when malformed).
 HUB_INT_ENVS = ("HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT")
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"", "0", "false", "no", "off"})
+# huggingface_hub's rule (constants._is_true): on is exactly one of these, in any case, and
+# anything else is off. A value it reads as off that is not plainly off (" 1 ", "maybe") is
+# refused here, so kernel-deps and huggingface_hub never disagree about a flag.
+_TRUE = frozenset({"1", "ON", "YES", "TRUE"})
+_FALSE = frozenset({"", "0", "OFF", "NO", "FALSE"})
 
 
 def env_flag(name: str) -> bool:
-    """The on/off environment variable ``name`` (unset: off); UsageError for any other value."""
+    """The on/off environment variable ``name`` (unset: off), read as huggingface_hub reads
+    its flags; UsageError for a value that is neither exactly on nor exactly off."""
     raw = os.environ.get(name, "")
-    value = raw.strip().lower()
+    value = raw.upper()  # as huggingface_hub compares: no spaces stripped
     if value in _TRUE:
         return True
     if value in _FALSE:
@@ -98,9 +107,17 @@ def env_seconds(name: str, default: float) -> float:
     return value
 
 
+def offline_env() -> str:
+    """The variable that decides offline mode, picked as huggingface_hub picks it:
+    ``HF_HUB_OFFLINE``, or ``TRANSFORMERS_OFFLINE`` when that one is unset or empty."""
+    if os.environ.get(OFFLINE_ENV) or not os.environ.get(TRANSFORMERS_OFFLINE_ENV):
+        return OFFLINE_ENV
+    return TRANSFORMERS_OFFLINE_ENV
+
+
 def is_offline() -> bool:
-    """True when ``HF_HUB_OFFLINE`` asks for no network (read now, not at import)."""
-    return env_flag(OFFLINE_ENV)
+    """True when offline mode asks for no network (:func:`offline_env`, read now, not at import)."""
+    return env_flag(offline_env())
 
 
 # -- the Hub's own settings -------------------------------------------------------------
@@ -138,21 +155,34 @@ def check_hub_settings() -> None:
     """UsageError naming the first Hub-related variable that is malformed."""
     for name, raw in _bad_hub_settings().items():
         if name == ENDPOINT_ENV:
-            raise UsageError(f"{name}={raw!r}: {endpoint_problem(raw)}; set it to the Hub's URL, e.g. https://huggingface.co")
+            raise UsageError(
+                f"{name}={shown_url(raw)!r}: {endpoint_problem(raw)}; "
+                "set it to the Hub's URL, e.g. https://huggingface.co"
+            )
         raise UsageError(f"{name}={raw!r}: expected a whole number of seconds")
 
 
 def endpoint_problem(url: str) -> str | None:
-    """Why ``url`` cannot be a Hub endpoint, or None when it can."""
+    """Why ``url`` cannot be a Hub endpoint, or None when it can; never quoting the URL's
+    credentials (an unescaped '/' in a password makes part of it read as the port)."""
+    if _CONTROL.search(url.strip()):  # the HTTP client would refuse it with a traceback
+        return "not a valid URL (it contains a control character)"
     try:
         parts = urlsplit(url.strip())
         if parts.port == 0:  # reading the port raises for one out of range or not a number
             return "port 0 is not a port a Hub listens on"
     except ValueError as exc:
-        return f"not a valid URL ({exc})"
+        if "port" in str(exc).lower():  # quoting the "port" would quote what follows an unescaped '/'
+            hint = "; a '/', '?', '#' or '@' in a user name or password must be percent-encoded"
+            hint = hint if url_secrets(url) else ""
+            return f"not a valid URL (the port after the host is not a number from 1 to 65535{hint})"
+        return f"not a valid URL ({redact(str(exc), url_secrets(url))})"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "not an http:// or https:// URL with a host"
     return None
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _is_int(raw: str) -> bool:

@@ -16,6 +16,12 @@ time left, and a body that keeps trickling in is abandoned when the clock runs o
 Requests are plain GETs over huggingface_hub's shared HTTP session, with its headers
 (token, user agent) and its error classification (``hf_raise_for_status``). No ``HfApi``
 method is used: those carry retries of their own and no timeout this module controls.
+
+Credentials in the endpoint (``https://user:pass@host``) stay in the URLs requests go to
+(the HTTP client sends them as Basic authentication) and never in a message: messages name
+the Hub by :attr:`Transport.shown_endpoint`, and a lower layer's text (an exception, a
+Hub's error message that echoes what it was sent) is redacted of the endpoint's
+credentials and of the token before it is quoted (:mod:`kernel_deps.redaction`).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import_huggingface_hub()  # first: malformed HF_* settings must not fail this im
 
 import httpx2
 from huggingface_hub import constants
-from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError
+from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError
 from huggingface_hub.errors import RevisionNotFoundError as HfRevisionNotFoundError
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
@@ -49,7 +55,18 @@ from kernel_deps.errors import (
     RevisionNotFoundError,
     UsageError,
 )
-from kernel_deps.settings import BUDGET_ENV, ENDPOINT_ENV, check_hub_settings, endpoint_problem, env_seconds, is_offline
+from kernel_deps.redaction import redact, shown_url, url_secrets
+from kernel_deps.settings import (
+    BUDGET_ENV,
+    ENDPOINT_ENV,
+    OFFLINE_ENV,
+    TRANSFORMERS_OFFLINE_ENV,
+    check_hub_settings,
+    endpoint_problem,
+    env_seconds,
+    is_offline,
+    offline_env,
+)
 
 T = TypeVar("T")
 
@@ -97,8 +114,11 @@ class Transport:
         if endpoint is None:
             check_hub_settings()
         elif problem := endpoint_problem(endpoint):
-            raise UsageError(f"endpoint {endpoint!r}: {problem}")
+            raise UsageError(f"endpoint {shown_url(endpoint)!r}: {problem}")
+        # With its credentials, if any: for the URLs of requests only.
         self.endpoint = (endpoint or os.environ.get(ENDPOINT_ENV) or constants.ENDPOINT).strip().rstrip("/")
+        # The endpoint as every message names it: its user-info replaced by ***.
+        self.shown_endpoint = shown_url(self.endpoint)
         self.token = token if token is not None else (os.environ.get("HF_TOKEN") or None)
         self.retries = retries
         self.backoff = backoff
@@ -217,25 +237,44 @@ class Transport:
         exponential backoff within ``retries`` and the operation's deadline (a request
         outside any operation is one); errors are mapped."""
         if is_offline():
-            raise OfflineError(f"{target.repo_id}: HF_HUB_OFFLINE is set, but this needs the Hub; unset it to go online")
+            raise self.offline(target)
         with self.operation():
             return self._retry(target, attempt)
+
+    def offline(self, target: Target) -> OfflineError:
+        """The error for a request offline mode forbids, naming the variable that set it."""
+        return OfflineError(f"{target.repo_id}: {offline_env()} is set, but this needs the Hub; unset it to go online")
+
+    def secrets(self) -> set[str]:
+        """The credentials this client sends: its token, the one in its headers, the endpoint's user-info."""
+        sent = (self._hf_headers or {}).get("authorization", "")
+        return {self.token or "", sent.removeprefix("Bearer ").strip(), *url_secrets(self.endpoint)}
+
+    def quoted(self, exc: Exception) -> str:
+        """The first line of a lower layer's error text, without this client's credentials."""
+        return redact(first_line(exc), self.secrets())
 
     def _retry(self, target: Target, attempt: Callable[[], T]) -> T:
         tries = 0
         while True:
             if self.time_left() <= 0:
-                raise self.budget_spent(f"{target.label}: no time left to ask the Hub at {self.endpoint}")
+                raise self.budget_spent(f"{target.label}: no time left to ask the Hub at {self.shown_endpoint}")
             try:
                 return attempt()
             except BudgetSpent:
-                raise self.budget_spent(f"{target.label}: the Hub at {self.endpoint} sends too slowly") from None
+                raise self.budget_spent(f"{target.label}: the Hub at {self.shown_endpoint} sends too slowly") from None
+            except OfflineModeIsEnabled:
+                # huggingface_hub reads offline mode once, when imported; it was on then.
+                raise OfflineError(
+                    f"{target.repo_id}: huggingface_hub was imported in offline mode ({OFFLINE_ENV} or "
+                    f"{TRANSFORMERS_OFFLINE_ENV} was set then), but this needs the Hub; start again without it"
+                ) from None
             except (HfHubHTTPError, httpx2.HTTPError, OSError) as exc:
                 if isinstance(exc, OSError) and not isinstance(exc, (HfHubHTTPError, httpx2.HTTPError)):
                     # The HTTP client wraps socket errors; a bare OSError is local file I/O.
                     where = f" {exc.filename}" if exc.filename else ""
                     raise FileWriteError(
-                        f"{target.label}: cannot write the download{where} ({exc.strerror or exc}); "
+                        f"{target.label}: cannot write the download{where} ({exc.strerror or self.quoted(exc)}); "
                         "check free space and permissions of the cache folder"
                     ) from None
                 tries += 1
@@ -256,31 +295,31 @@ class Transport:
         if isinstance(exc, HfRevisionNotFoundError) and revision:
             return RevisionNotFoundError(where, revision)
         if isinstance(exc, RepositoryNotFoundError) or (status in (401, 404) and revision is None and not self.token):
-            return RepoNotFoundError(where, self.endpoint)
+            return RepoNotFoundError(where, self.shown_endpoint)
         if status == 404 or isinstance(exc, EntryNotFoundError):
             # Missing commits and missing files both come back as 404 from some servers.
-            return RevisionNotFoundError(where, revision) if revision else RepoNotFoundError(where, self.endpoint)
+            return RevisionNotFoundError(where, revision) if revision else RepoNotFoundError(where, self.shown_endpoint)
         if status in (401, 403):
             return HubAuthError(
-                f"{where}: the Hub at {self.endpoint} refused access (HTTP {status}); "
+                f"{where}: the Hub at {self.shown_endpoint} refused access (HTTP {status}); "
                 "check HF_TOKEN and that it can read this repo"
             )
         if status is not None and status >= 500:
             return HubUnavailableError(
-                f"{where}: the Hub at {self.endpoint} kept failing (HTTP {status} after {attempts} attempts); "
+                f"{where}: the Hub at {self.shown_endpoint} kept failing (HTTP {status} after {attempts} attempts); "
                 "try again later"
             )
         if isinstance(exc, httpx2.TimeoutException):
             return HubUnavailableError(
-                f"{where}: the Hub at {self.endpoint} timed out after {attempts} attempts; "
+                f"{where}: the Hub at {self.shown_endpoint} timed out after {attempts} attempts; "
                 "check the network or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use the cache only"
             )
         if isinstance(exc, httpx2.TransportError):
             return HubUnavailableError(
-                f"{where}: cannot reach the Hub at {self.endpoint} ({first_line(exc)}); "
+                f"{where}: cannot reach the Hub at {self.shown_endpoint} ({self.quoted(exc)}); "
                 "check the network or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use the cache only"
             )
-        return HubError(f"{where}: the Hub at {self.endpoint} answered an error: {first_line(exc)}")
+        return HubError(f"{where}: the Hub at {self.shown_endpoint} answered an error: {self.quoted(exc)}")
 
 
 def status_of(exc: Exception) -> int | None:
@@ -298,5 +337,6 @@ def is_transient(exc: Exception) -> bool:
 
 
 def first_line(exc: Exception) -> str:
+    """The first line of ``exc``'s text (its type's name when it has none), unredacted."""
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]

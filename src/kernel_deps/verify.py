@@ -20,7 +20,7 @@ from kernel_deps.compat import read_lock_for_use
 from kernel_deps.local_kernels import LOCAL_KERNELS_ENV, describe_overrides, local_overrides
 from kernel_deps.lockfile import LockedKernel, Lockfile, lock_path
 from kernel_deps.pools import worker_pool
-from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, PYPROJECT_NAME, hash_threads, is_offline
+from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, PYPROJECT_NAME, hash_threads, is_offline, offline_env
 from kernel_deps.pyproject import read_project
 from kernel_deps.sync import RELOCK_HINT, Problem, check_sync, check_targets
 from kernel_deps.targets import Target, serving_variant, targets_from_options
@@ -91,7 +91,7 @@ def verify_project(
     in the cache, instead of this machine's (which ``require_cached`` adds).
     """
     if online and is_offline():
-        raise UsageError("--online needs the Hub but HF_HUB_OFFLINE is set; unset HF_HUB_OFFLINE or drop --online")
+        raise UsageError(f"--online needs the Hub but {offline_env()} is set; unset {offline_env()} or drop --online")
     overrides = local_overrides()  # read first: a malformed LOCAL_KERNELS is bad input
     requirements, declared = read_project(project_dir)
     wanted = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
