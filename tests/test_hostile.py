@@ -238,6 +238,7 @@ def _added(path: str) -> Callable[[list[dict]], None]:
 HOSTILE_LISTINGS = {
     # name: (how the listing is changed, what the one error line names)
     "non-hex-oid": (lambda entries: _first_file(entries).update(oid="../../../../evil"), "../../../../evil"),
+    "null-oid": (lambda entries: _first_file(entries).update(oid=None), "malformed git blob id null"),
     "non-hex-lfs-oid": (lambda entries: _first_file(entries, lfs=True)["lfs"].update(oid="zz" * 32), "zz" * 32),
     "lone-surrogate": (_added(f"{HOSTILE_FOLDER}/evil\udc80.py"), "evil\\udc80.py"),
     "file-and-folder": (_added(f"{HOSTILE_FOLDER}/__init__.py/evil.py"), "__init__.py"),

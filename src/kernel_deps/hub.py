@@ -297,7 +297,7 @@ class HubClient:
 
 def shown_path(path: object) -> str:
     """``path`` quoted for a one-line message: escaped, and shortened when long."""
-    text = repr(path)
+    text = "null" if path is None else repr(path)  # JSON's null, as the Hub wrote it
     return text if len(text) <= 120 else f"{text[:80]}...{text[-30:]} ({len(text)} characters)"
 
 
@@ -389,5 +389,9 @@ def _parse_refs(repo_id: str, resp: httpx2.Response) -> tuple[GitRef, ...]:
             for kind, group in (("branch", "branches"), ("tag", "tags"))
             for item in data[group]
         )
-    except (ValueError, KeyError, TypeError) as exc:
-        raise HubError(f"{repo_id}: the Hub's list of branches and tags is malformed ({exc!r})") from None
+    except jsondoc.JSONDocumentError as exc:
+        raise HubError(f"{repo_id}: the Hub's list of branches and tags is malformed: {exc}") from None
+    except KeyError as exc:
+        raise HubError(f"{repo_id}: the Hub's list of branches and tags is malformed (no {exc})") from None
+    except (ValueError, TypeError) as exc:
+        raise HubError(f"{repo_id}: the Hub's list of branches and tags is malformed ({exc})") from None
