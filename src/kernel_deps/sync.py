@@ -3,7 +3,9 @@
 ``kernels lock --check`` (when no pin has to move), ``kernels verify`` and the build
 hooks all ask this one question: is every ``[tool.kernels.dependencies]`` entry locked,
 by an entry that satisfies it (:func:`kernel_deps.versions.satisfies`, the resolver's own
-rule) and was locked for that same requirement, and is every other entry still needed?
+rule) and was locked for that same requirement, does every locked dependency still meet
+what the kernels depending on it require of it (their ``kernel-depends``, as the lock
+records them), and is every other entry still needed?
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from kernel_deps.lockfile import LockedKernel, Lockfile
+from kernel_deps.lockfile import LockedKernel, Lockfile, requirement_from_text
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.targets import Target, missing_targets
 from kernel_deps.versions import locked_ref, satisfies
@@ -50,6 +52,7 @@ def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile) -> lis
             was = f"for {entry.requirement!r}" if entry.requirement else "only as a dependency of another kernel"
             message = f"{req.repo_id}: pyproject.toml asks for {req.text!r} but kernels.lock was locked {was}"
             problems.append(_sync("requirement-changed", req.repo_id, message, req.text, entry.requirement))
+    problems += check_dependencies(lock)
     removed = {
         k.repo_id for k in lock.kernels
         if k.requirement is not None and k.repo_id not in direct and not set(k.redirected_from) & direct.keys()
@@ -64,6 +67,38 @@ def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile) -> lis
             message = f"{kernel.repo_id} is in kernels.lock but no longer required by pyproject.toml or a locked kernel"
             problems.append(_sync("orphan", kernel.repo_id, message, None, None))
     return problems
+
+
+def check_dependencies(lock: Lockfile) -> list[Problem]:
+    """Each locked dependency must meet what the kernels depending on it require of it, as
+    the lock records their kernel-depends (a hand-edited pin that no longer does is named)."""
+    problems: list[Problem] = []
+    for parent in lock.kernels:
+        for dep, texts in (parent.kernel_depends or {}).items():
+            entry = lock.get(dep)
+            for text in texts:
+                if entry is not None and not entry_satisfies(entry, requirement_from_text(dep, text)):
+                    got = _label(entry)
+                    message = (
+                        f"{dep}: the locked {got} does not satisfy {text!r}, which {parent.repo_id} {_label(parent)} "
+                        "requires of it (its kernel-depends, as kernels.lock records them)"
+                    )
+                    problems.append(_sync("dependency-unsatisfied", dep, message, text, got))
+    return problems
+
+
+def unrecorded_requirements(lock: Lockfile) -> Problem | None:
+    """A notice when the lock lists kernels' dependencies without what they require of them
+    (written before kernel-deps recorded it), so their pins cannot be checked; else None."""
+    parents = [k.repo_id for k in lock.kernels if k.kernel_depends is None]
+    if not parents:
+        return None
+    message = (
+        f"kernels.lock records which kernels {', '.join(parents)} depend on but not what they require of them, "
+        "so those pins are not checked against their kernel-depends; 'kernels lock' records them "
+        "(kernel_depends in each entry), keeping every pin that meets them"
+    )
+    return Problem("requirements-not-recorded", None, None, None, message)
 
 
 def check_targets(targets: Sequence[Target], lock: Lockfile) -> list[Problem]:

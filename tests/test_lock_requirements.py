@@ -1,0 +1,141 @@
+"""What a kernel requires of its dependencies is recorded in the lock and checked offline.
+
+A kernel's ``kernel-depends`` (in each variant's ``metadata.json``) is read when locking;
+the lock records it per entry (``kernel_depends``), so ``kernels lock --check``,
+``kernels verify`` and the build hooks catch a hand-edited lock whose transitive pin no
+longer meets it, with ``HF_HUB_OFFLINE=1``. The projects are locked against the local Hub.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernel_deps.lockfile import Lockfile, read_lockfile
+from kernel_deps.locking import lock_project
+from kernel_deps.sync import check_sync
+from tests.fixtures.cli import CliResult, run_kernels
+from tests.fixtures.projects import write_project
+from tests.test_machine_output import validated
+
+ACTIVATION = "kernels-test/activation"
+LAYER_NORM = "kernels-test/layer-norm"
+ASKED = "<2,>=1.1"  # layer-norm v0.2.0's kernel-depends on activation, as recorded
+OFFLINE = {"HF_HUB_OFFLINE": "1"}
+
+
+def offline(*args: str) -> CliResult:
+    return run_kernels(*args, env=OFFLINE)
+
+
+@pytest.fixture
+def project(hub_env, tmp_path: Path) -> Path:
+    """layer-norm v0.2.0 locked (it needs activation >=1.1,<2: v1.2.0 is locked)."""
+    return write_project(tmp_path / "app", f'"{LAYER_NORM}" = ">=0.2,<1"', locked=True)
+
+
+def entry_of(lock_text: str, repo_id: str) -> dict:
+    return next(e for e in json.loads(lock_text) if e["repo_id"] == repo_id)
+
+
+def pin_activation_at_v2(project: Path, tmp_path: Path) -> str:
+    """Hand-edit the lock as a pull request could: activation pinned at the real v2.0.0
+    (its commit, variant hashes and tag, from a lock of its own), everything else kept,
+    laid out as `kernels lock` writes it. Returns the text written."""
+    other = write_project(tmp_path / "other", f'"{ACTIVATION}" = ">=2"', locked=True)
+    v2 = entry_of((other / "kernels.lock").read_text(), ACTIVATION)
+    entries = json.loads((project / "kernels.lock").read_text())
+    for entry in entries:
+        if entry["repo_id"] == ACTIVATION:
+            entry.update(sha=v2["sha"], variants=v2["variants"], version=v2["version"])
+    text = json.dumps(entries, indent=2) + "\n"
+    assert Lockfile.from_json(text).to_json() == text  # a valid lock, in the layout kernels lock writes
+    (project / "kernels.lock").write_text(text)
+    return text
+
+
+def test_the_lock_records_what_each_kernel_requires_of_its_dependencies(hub_env, project: Path) -> None:
+    lock = read_lockfile(project / "kernels.lock")
+    assert lock.get(LAYER_NORM).dependencies == (ACTIVATION,)
+    assert dict(lock.get(LAYER_NORM).kernel_depends) == {ACTIVATION: (ASKED,)}
+    assert lock.get(ACTIVATION).version == "v1.2.0"
+    assert check_sync(lock_requirements(project), lock) == []
+    assert offline("lock", "--check", str(project)).returncode == 0
+
+
+def lock_requirements(project: Path):
+    from kernel_deps.pyproject import read_requirements
+
+    return read_requirements(project)
+
+
+def test_a_hand_edited_transitive_pin_fails_lock_check_and_verify_offline(hub_env, project: Path, tmp_path: Path) -> None:
+    written = pin_activation_at_v2(project, tmp_path)
+
+    check = offline("lock", "--check", str(project))
+    assert check.returncode == 1, check.stdout + check.stderr
+    problem = (
+        f"{ACTIVATION}: the locked v2.0.0 ({entry_of(written, ACTIVATION)['sha'][:12]}) does not satisfy {ASKED!r}, "
+        f"which {LAYER_NORM} v0.2.0 ("
+    )
+    assert problem in check.stderr and "kernels.lock is out of date; run 'kernels lock' to update it" in check.stderr
+    summary = validated(offline("lock", "--check", "--json", str(project)), "lock")
+    assert summary["up_to_date"] is False and summary["changes"] == []
+    assert [(p["kind"], p["repo_id"]) for p in summary["problems"]] == [("dependency-unsatisfied", ACTIVATION)]
+
+    verify = offline("verify", str(project))
+    assert verify.returncode == 1
+    assert problem in verify.stdout + verify.stderr
+    (found,) = validated(offline("verify", "--json", str(project)), "verify")["problems"]
+    assert (found["kind"], found["repo_id"], found["expected"], found["got"]) == (
+        "dependency-unsatisfied", ACTIVATION, ASKED, f"v2.0.0 ({entry_of(written, ACTIVATION)['sha'][:12]})",
+    )  # fmt: skip
+    assert (project / "kernels.lock").read_text() == written  # read-only commands wrote nothing
+
+    # Online, --check shows the same problem and what kernels lock would change.
+    online = run_kernels("lock", "--check", str(project))
+    assert online.returncode == 1 and problem in online.stderr and f"~ {ACTIVATION} v2.0.0" in online.stderr
+    # kernels lock repairs it: the pin no longer meets what layer-norm requires, so it moves.
+    assert lock_project(project).lock.get(ACTIVATION).version == "v1.2.0"
+    assert offline("lock", "--check", str(project)).returncode == 0
+    assert offline("verify", str(project)).returncode == 0
+
+
+def test_the_build_hooks_refuse_a_hand_edited_transitive_pin(hub_env, project: Path, tmp_path: Path) -> None:
+    from kernel_deps.build_hooks import lock_for_build
+    from kernel_deps.errors import KernelDepsError
+
+    pin_activation_at_v2(project, tmp_path)
+    with pytest.raises(KernelDepsError, match=rf"does not satisfy '{ASKED}', which {LAYER_NORM} v0\.2\.0"):
+        lock_for_build(project)
+
+
+def test_a_lock_without_recorded_requirements_is_read_as_it_is_and_verify_says_what_lock_adds(
+    hub_env, project: Path
+) -> None:
+    entries = json.loads((project / "kernels.lock").read_text())
+    for entry in entries:
+        entry.pop("kernel_depends", None)
+    older = json.dumps(entries, indent=2) + "\n"
+    (project / "kernels.lock").write_text(older)
+
+    assert offline("lock", "--check", str(project)).returncode == 0
+    verify = offline("verify", str(project))
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    notices = validated(offline("verify", "--json", str(project)), "verify")["notices"]
+    assert [n["kind"] for n in notices] == ["requirements-not-recorded"]
+    assert f"records which kernels {LAYER_NORM} depend on but not what they require of them" in notices[0]["message"]
+    assert "'kernels lock' records them" in notices[0]["message"] and "note: " in verify.stdout
+
+    # Its pins hold, so --check stays green; kernels lock records the requirements, keeping them.
+    relock = run_kernels("lock", str(project))
+    assert relock.returncode == 0, relock.stderr
+    assert relock.stdout.splitlines()[0] == (
+        f"~ {LAYER_NORM}: records that it requires {ACTIVATION} {ASKED!r} (its kernel-depends)"
+    )
+    relocked = read_lockfile(project / "kernels.lock")
+    assert dict(relocked.get(LAYER_NORM).kernel_depends) == {ACTIVATION: (ASKED,)}
+    assert [(k.repo_id, k.sha) for k in relocked.kernels] == [(e["repo_id"], e["sha"]) for e in entries]
+    assert validated(offline("verify", "--json", str(project)), "verify")["notices"] == []
