@@ -139,3 +139,20 @@ def test_a_lock_without_recorded_requirements_is_read_as_it_is_and_verify_says_w
     assert dict(relocked.get(LAYER_NORM).kernel_depends) == {ACTIVATION: (ASKED,)}
     assert [(k.repo_id, k.sha) for k in relocked.kernels] == [(e["repo_id"], e["sha"]) for e in entries]
     assert validated(offline("verify", "--json", str(project)), "verify")["notices"] == []
+
+
+def test_kernels_lock_puts_back_the_requirements_an_edit_changed_to_match(hub_env, project: Path, tmp_path: Path) -> None:
+    """The limit of the offline checks (docs/security.md): a pin edited together with the
+    requirement recorded for it is consistent, so only a relock, which reads metadata.json
+    at the locked commit again, shows and undoes it."""
+    written = pin_activation_at_v2(project, tmp_path)
+    entries = json.loads(written)
+    next(e for e in entries if e["repo_id"] == LAYER_NORM)["kernel_depends"] = {ACTIVATION: [">=2"]}
+    (project / "kernels.lock").write_text(json.dumps(entries, indent=2) + "\n")
+    assert offline("lock", "--check", str(project)).returncode == 0  # nothing offline contradicts it
+
+    relock = run_kernels("lock", str(project))
+    assert relock.returncode == 0, relock.stderr
+    assert f"~ {LAYER_NORM}: requires {ACTIVATION} '>=2' -> {ASKED!r}" in relock.stdout
+    assert f"~ {ACTIVATION} v2.0.0" in relock.stdout
+    assert read_lockfile(project / "kernels.lock").get(ACTIVATION).version == "v1.2.0"
