@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.lockfile import Lockfile, read_lockfile
+from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lockfile
 from kernel_deps.locking import lock_project
-from kernel_deps.sync import check_sync
+from kernel_deps.pyproject import read_requirements
+from kernel_deps.sync import check_dependencies, check_sync
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 from tests.test_machine_output import validated
@@ -56,22 +57,55 @@ def pin_activation_at_v2(project: Path, tmp_path: Path) -> str:
     return text
 
 
+SHA = "c" * 40
+VARIANTS = {"torch-universal": VariantLock(hash="sha256-" + "d" * 64)}
+
+
+def locked(repo_id: str, version: str, requirement: str | None = None, **asks: tuple[str, ...]) -> LockedKernel:
+    """An entry of a lock built in code; ``asks`` maps dependency names (``_`` for ``/``) to requirement texts."""
+    kernel_depends = {name.replace("_", "/", 1): texts for name, texts in asks.items()}
+    return LockedKernel(repo_id=repo_id, sha=SHA, variants=VARIANTS, version=version, requirement=requirement,
+                        dependencies=tuple(kernel_depends), kernel_depends=kernel_depends)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("version", "requirement", "asked", "kinds"),
+    [
+        ("v1.2.0", None, ("<2,>=1.1",), []),
+        ("v2.0.0", None, ("<2,>=1.1",), ["dependency-unsatisfied"]),
+        ("v1", None, ("1",), []),
+        ("v2", None, ("1",), ["dependency-unsatisfied"]),
+        ("v2.0.0", None, ("<2,>=1.1", "revision=v2.0.0"), ["dependency-unsatisfied"]),
+        # A branch name shows no version: while a revision asked for it chose the name, a
+        # range asked too is not judged by it; otherwise the name must show it.
+        ("v1", "revision=v1", ("<2,>=1.1",), []),
+        ("v1", None, ("<2,>=1.1", "revision=v1"), []),
+        ("v1", None, ("<2,>=1.1",), ["dependency-unsatisfied"]),
+        ("main", "revision=v1", ("<2,>=1.1",), ["dependency-unsatisfied"]),
+    ],
+)
+def test_each_locked_dependency_is_judged_by_what_its_parent_requires(
+    version: str, requirement: str | None, asked: tuple[str, ...], kinds: list[str]
+) -> None:
+    parent = locked(LAYER_NORM, "v0.2.0", **{"kernels-test_activation": asked})
+    lock = Lockfile(kernels=(locked(ACTIVATION, version, requirement), parent))
+    found = check_dependencies(lock)
+    assert [p.kind for p in found] == kinds
+    assert all(p.repo_id == ACTIVATION and LAYER_NORM in p.message and p.expected in asked for p in found)
+
+
 def test_the_lock_records_what_each_kernel_requires_of_its_dependencies(hub_env, project: Path) -> None:
     lock = read_lockfile(project / "kernels.lock")
     assert lock.get(LAYER_NORM).dependencies == (ACTIVATION,)
     assert dict(lock.get(LAYER_NORM).kernel_depends) == {ACTIVATION: (ASKED,)}
     assert lock.get(ACTIVATION).version == "v1.2.0"
-    assert check_sync(lock_requirements(project), lock) == []
+    assert check_sync(read_requirements(project), lock) == []
     assert offline("lock", "--check", str(project)).returncode == 0
 
 
-def lock_requirements(project: Path):
-    from kernel_deps.pyproject import read_requirements
-
-    return read_requirements(project)
-
-
-def test_a_hand_edited_transitive_pin_fails_lock_check_and_verify_offline(hub_env, project: Path, tmp_path: Path) -> None:
+def test_a_hand_edited_transitive_pin_fails_lock_check_and_verify_offline(
+    hub_env, project: Path, tmp_path: Path
+) -> None:
     written = pin_activation_at_v2(project, tmp_path)
 
     check = offline("lock", "--check", str(project))
@@ -93,6 +127,11 @@ def test_a_hand_edited_transitive_pin_fails_lock_check_and_verify_offline(hub_en
         "dependency-unsatisfied", ACTIVATION, ASKED, f"v2.0.0 ({entry_of(written, ACTIVATION)['sha'][:12]})",
     )  # fmt: skip
     assert (project / "kernels.lock").read_text() == written  # read-only commands wrote nothing
+    # An edit needs the Hub to relock: offline it is refused and changes neither file.
+    pyproject = (project / "pyproject.toml").read_text()
+    edit = offline("add", "kernels-test/rotary>=1", str(project))
+    assert edit.returncode == 1 and "HF_HUB_OFFLINE is set" in edit.stderr
+    assert (project / "kernels.lock").read_text() == written and (project / "pyproject.toml").read_text() == pyproject
 
     # Online, --check shows the same problem and what kernels lock would change.
     online = run_kernels("lock", "--check", str(project))
@@ -141,7 +180,9 @@ def test_a_lock_without_recorded_requirements_is_read_as_it_is_and_verify_says_w
     assert validated(offline("verify", "--json", str(project)), "verify")["notices"] == []
 
 
-def test_kernels_lock_puts_back_the_requirements_an_edit_changed_to_match(hub_env, project: Path, tmp_path: Path) -> None:
+def test_kernels_lock_puts_back_the_requirements_an_edit_changed_to_match(
+    hub_env, project: Path, tmp_path: Path
+) -> None:
     """The limit of the offline checks (docs/security.md): a pin edited together with the
     requirement recorded for it is consistent, so only a relock, which reads metadata.json
     at the locked commit again, shows and undoes it."""

@@ -28,7 +28,14 @@ from hypothesis import strategies as st
 from kernel_deps.errors import FileWriteError, LockfileError, UsageError
 from kernel_deps.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
 from kernel_deps.compat import read_prior_pins
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lockfile, requirement_from_text, write_lockfile
+from kernel_deps.lockfile import (
+    LockedKernel,
+    Lockfile,
+    VariantLock,
+    read_lockfile,
+    requirement_from_text,
+    write_lockfile,
+)
 from kernel_deps.locking import diff_locks
 from tests.fixtures.builder import (
     CPU_VARIANT,
@@ -239,7 +246,8 @@ MALFORMED = [
     ([*entries_with(), entries_with()[1]], "'[1].repo_id' and '[2].repo_id'", f"duplicate repo_id {ROTARY!r}"),
     (entries_with(0, kernel_depends=None), "'[0].kernel_depends'", "invalid kernel_depends None"),
     (entries_with(0, kernel_depends=[">=2"]), "'[0].kernel_depends'", "invalid kernel_depends ['>=2']"),
-    (entries_with(0, kernel_depends={}), "'[0].kernel_depends' (kernels-test/activation)", f"no requirement on the dependency {ROTARY!r}"),
+    (entries_with(0, kernel_depends={}), "'[0].kernel_depends' (kernels-test/activation)",
+     f"no requirement on the dependency {ROTARY!r}"),
     (entries_with(0, kernel_depends={ROTARY: ">=2"}), f"'[0].kernel_depends[{ROTARY!r}]'", "invalid requirements '>=2'"),
     (entries_with(0, kernel_depends={ROTARY: []}), f"'[0].kernel_depends[{ROTARY!r}]'", "invalid requirements []"),
     (entries_with(0, kernel_depends={ROTARY: ["2"], "kernels-test/x": ["1"]}), "'[0].kernel_depends['kernels-test/x']'",
@@ -349,7 +357,9 @@ VALID_PARTS = {
     "version": st.sampled_from(["v1.2.0", "v1", "main"]),
     "requirement": st.sampled_from([">=1.2,<2", "~=1.1", "1"]),
     "dependencies": st.lists(repo_ids, max_size=2, unique=True),
-    "kernel_depends": st.dictionaries(repo_ids, st.lists(st.sampled_from(["1", ">=1.2,<2", "revision=main"]), min_size=1, unique=True), max_size=2),
+    "kernel_depends": st.dictionaries(
+        repo_ids, st.lists(st.sampled_from(["1", ">=1.2,<2", "revision=main"]), min_size=1, unique=True), max_size=2
+    ),
 }
 
 
@@ -408,8 +418,8 @@ def valid_locks(draw: st.DrawFn) -> Lockfile:
                 variants={n: VariantLock(hash=h) for n, h in draw(variant_maps).items()},
                 version=draw(st.none() | VALID_PARTS["version"]),
                 requirement=draw(st.none() | st.text(min_size=1).filter(str.strip)),
-                dependencies=(dependencies := tuple(draw(st.lists(st.sampled_from(others), unique=True))) if others else ()),
-                kernel_depends=draw(st.none() | st.fixed_dictionaries({dep: requirement_texts for dep in dependencies})),
+                dependencies=(deps := tuple(draw(st.lists(st.sampled_from(others), unique=True))) if others else ()),
+                kernel_depends=draw(st.none() | st.fixed_dictionaries({dep: requirement_texts for dep in deps})),
             )
         )
     return Lockfile(kernels=tuple(kernels))
@@ -546,7 +556,8 @@ def test_diff_names_what_a_kernel_records_that_it_requires() -> None:
     new = Lockfile(kernels=(dataclasses.replace(parent, kernel_depends={ROTARY: [">=1.1", "1"]}), kernel(ROTARY)))
     assert diff_locks(old, new) == [f"~ kernels-test/activation: requires {ROTARY} '>=1' -> '1' and '>=1.1'"]
     older = Lockfile(kernels=(dataclasses.replace(parent, kernel_depends=None), kernel(ROTARY)))
-    assert diff_locks(older, old) == [f"~ kernels-test/activation: records that it requires {ROTARY} '>=1' (its kernel-depends)"]
+    recorded = f"~ kernels-test/activation: records that it requires {ROTARY} '>=1' (its kernel-depends)"
+    assert diff_locks(older, old) == [recorded]
     assert diff_locks(old, older) == []  # reading an older lock never asks for less
 
 

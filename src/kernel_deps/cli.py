@@ -291,7 +291,9 @@ def lock(
     if check and dry_run:
         raise UsageError("--check and --dry-run exclude each other; pass one of them")
     write = not (check or dry_run)
-    outcome = lock_project(project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=write)
+    outcome = lock_project(
+        project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=write, explain_offline=not write
+    )
     _render_outcome(outcome, as_json=as_json, check=check, quiet=_quiet())
 
 

@@ -37,18 +37,21 @@ from kernel_deps.spec import InvalidEntry, KernelRequirement, requirement_from_v
 from kernel_deps.variants import MAX_NAME_LENGTH as MAX_VARIANT_NAME_LENGTH
 
 __all__ = [
-    "LockedKernel", "Lockfile", "VariantLock", "read_lock_text", "read_lockfile", "requirement_from_text", "write_lockfile",
+    "LockedKernel", "Lockfile", "VariantLock", "read_lock_text", "read_lockfile", "requirement_from_text",
+    "write_lockfile",
 ]  # fmt: skip
 
 COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
 _HASH = re.compile(r"sha256-[0-9a-f]{64}")
 _VARIANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-_ENTRY_KEYS = ("repo_id", "sha", "variants", "version", "requirement", "dependencies", "kernel_depends", "redirected_from")
+_ENTRY_KEYS = (
+    "repo_id", "sha", "variants", "version", "requirement", "dependencies", "kernel_depends", "redirected_from",
+)  # fmt: skip
 _REQUIRED_KEYS = ("repo_id", "sha", "variants", "dependencies")
 _VARIANT_KEYS = ("hash", "hash_type")
 _FIX = "fix the entry or rerun 'kernels lock'"
 _MAJOR_TEXT = re.compile(r"[0-9]{1,9}")
-_REQUIREMENT_TEXT = "expected a requirement as kernel-depends states it: a PEP 440 range, a major like 1, or revision=<rev>"
+_REQUIREMENT_TEXT = "expected a requirement as kernel-depends states it: a PEP 440 range, a major like 1, or revision=REV"
 _show = reprlib.Repr()  # quotes bad values briefly, whatever their size or depth
 _show.maxstring = _show.maxother = 80
 _show.maxlist = _show.maxdict = 4

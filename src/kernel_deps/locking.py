@@ -86,11 +86,15 @@ def lock_project(
     upgrade: bool = False,
     upgrade_packages: Iterable[str] = (),
     write: bool = True,
+    explain_offline: bool = False,
 ) -> LockOutcome:
     """Resolve the project's kernels and (unless ``write`` is False) write kernels.lock.
 
     ``requirements`` and ``targets`` default to the project's pyproject.toml; with targets
     declared, every locked kernel has a build for each of them, or nothing is written.
+    With ``explain_offline`` (``lock --check`` and ``--dry-run``, which write nothing), a
+    prior lock that breaks a rule it can be judged by alone is, while HF_HUB_OFFLINE is
+    set, out of date with its ``problems`` and no changes, instead of an OfflineError.
     """
     project_dir = Path(project_dir)
     if requirements is None:
@@ -116,7 +120,7 @@ def lock_project(
         return LockOutcome(path, previous, previous, [], True, False, targets=targets)
     # What the prior lock breaks, judged by what it records (a foreign lock records no requirements).
     problems = check_sync(requirements, previous) if previous is not None and foreign is None else []
-    if not write and (problems or uncovered) and is_offline():
+    if explain_offline and not write and (problems or uncovered) and is_offline():
         # Out of date whatever the Hub would answer; what would change is not known without it.
         return LockOutcome(path, previous, previous, [], False, False, uncovered=uncovered, targets=targets,
                            converted_from=foreign, problems=problems)  # fmt: skip

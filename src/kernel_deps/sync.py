@@ -16,7 +16,7 @@ from typing import Sequence
 from kernel_deps.lockfile import LockedKernel, Lockfile, requirement_from_text
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.targets import Target, missing_targets
-from kernel_deps.versions import locked_ref, satisfies
+from kernel_deps.versions import locked_ref, parse_version_ref, satisfies
 
 RELOCK_HINT = "run 'kernels lock' to update kernels.lock"
 
@@ -71,19 +71,31 @@ def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile) -> lis
 
 def check_dependencies(lock: Lockfile) -> list[Problem]:
     """Each locked dependency must meet what the kernels depending on it require of it, as
-    the lock records their kernel-depends (a hand-edited pin that no longer does is named)."""
+    the lock records their kernel-depends (a hand-edited pin that no longer does is named).
+
+    An entry records one ref name. When a revision asked of it chose a name that is not a
+    version tag (the lock records ``v1`` for ``revision = "v1"``), the name cannot show which
+    version the commit is, so a range asked of it too is left to the resolver that checked
+    it when locking."""
     problems: list[Problem] = []
-    for parent in lock.kernels:
-        for dep, texts in (parent.kernel_depends or {}).items():
-            entry = lock.get(dep)
-            for text in texts:
-                if entry is not None and not entry_satisfies(entry, requirement_from_text(dep, text)):
-                    got = _label(entry)
-                    message = (
-                        f"{dep}: the locked {got} does not satisfy {text!r}, which {parent.repo_id} {_label(parent)} "
-                        "requires of it (its kernel-depends, as kernels.lock records them)"
-                    )
-                    problems.append(_sync("dependency-unsatisfied", dep, message, text, got))
+    asked = [(parent, dep, text) for parent in lock.kernels for dep, texts in (parent.kernel_depends or {}).items()
+             for text in texts]  # fmt: skip
+    texts_on: dict[str, set[str]] = {}
+    for _, dep, text in asked:
+        texts_on.setdefault(dep, set()).add(text)
+    for parent, dep, text in asked:
+        entry = lock.get(dep)
+        if entry is None or entry_satisfies(entry, requirement_from_text(dep, text)):
+            continue
+        forced = {t for t in (*texts_on[dep], entry.requirement or "") if t.startswith("revision=")}
+        if f"revision={entry.version}" in forced and not _names_a_version(entry):
+            continue
+        got = _label(entry)
+        message = (
+            f"{dep}: the locked {got} does not satisfy {text!r}, which {parent.repo_id} {_label(parent)} "
+            "requires of it (its kernel-depends, as kernels.lock records them)"
+        )
+        problems.append(_sync("dependency-unsatisfied", dep, message, text, got))
     return problems
 
 
@@ -125,6 +137,13 @@ def entry_satisfies(entry: LockedKernel, requirement: KernelRequirement) -> bool
     commit and tag or branch name), never by where that ref points on the Hub now."""
     recorded = locked_ref(entry.version, entry.sha)
     return satisfies(requirement, entry.sha, (recorded,) if recorded else ())
+
+
+def _names_a_version(entry: LockedKernel) -> bool:
+    """Whether the entry's recorded name is a version tag (``v1.2.0``), which shows its version."""
+    ref = locked_ref(entry.version, entry.sha)
+    version = parse_version_ref(ref) if ref is not None else None
+    return version is not None and not version.is_branch
 
 
 def _label(entry: LockedKernel) -> str:
