@@ -16,7 +16,7 @@ import pytest
 from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lockfile
 from kernel_deps.locking import lock_project
 from kernel_deps.pyproject import read_requirements
-from kernel_deps.sync import check_dependencies, check_sync
+from kernel_deps.sync import check_sync
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 from tests.test_machine_output import validated
@@ -87,6 +87,8 @@ def locked(repo_id: str, version: str, requirement: str | None = None, **asks: t
 def test_each_locked_dependency_is_judged_by_what_its_parent_requires(
     version: str, requirement: str | None, asked: tuple[str, ...], kinds: list[str]
 ) -> None:
+    from kernel_deps.sync import check_dependencies
+
     parent = locked(LAYER_NORM, "v0.2.0", **{"kernels-test_activation": asked})
     lock = Lockfile(kernels=(locked(ACTIVATION, version, requirement), parent))
     found = check_dependencies(lock)
