@@ -21,6 +21,7 @@ from tests.fixtures.builder import KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.peers import env_with_peer
 from tests.fixtures.projects import write_project
+from tests.test_pins import lock_with_kernels_016
 
 BASE = "kernels-test/export-base"
 TOP = "kernels-test/export-top"
@@ -39,13 +40,18 @@ def cli(*args: str) -> CliResult:
     return run_kernels(*args)
 
 
+def add_export_repos(hub_env) -> None:
+    """TOP 1.0.0 depends on BASE in the Hugging Face form ``{"repo-id", "version": 1}``."""
+    if BASE not in hub_env.repos:
+        hub_env.add_repo(KernelRepo(BASE, (Release("1.0.0"), Release("1.1.0"), Release("2.0.0"))))
+        hub_env.add_repo(KernelRepo(TOP, (Release("1.0.0", depends=((BASE, 1),)),)))  # type: ignore[arg-type]
+
+
 @pytest.fixture
 def project(hub_env, tmp_path):
     """A project locked against the Hub: a major (whose kernel depends on another, in the
     Hugging Face form ``{"repo-id", "version": 1}``), a PEP 440 range and a revision."""
-    if BASE not in hub_env.repos:
-        hub_env.add_repo(KernelRepo(BASE, (Release("1.0.0"), Release("1.1.0"), Release("2.0.0"))))
-        hub_env.add_repo(KernelRepo(TOP, (Release("1.0.0", depends=((BASE, 1),)),)))  # type: ignore[arg-type]
+    add_export_repos(hub_env)
     deps = f'"{TOP}" = 1\n"kernels-test/rotary" = ">=1,<2"\n"kernels-test/flash" = {{ revision = "v2" }}\n'
     return write_project(tmp_path / "app", deps, locked=True)
 
@@ -89,6 +95,49 @@ def test_the_kernels_017_export_is_read_by_kernels_017_itself(hub_env, project: 
     # Without -o it goes to stdout, and the project's lock is left as it was.
     assert cli("export", "--format", "kernels-0.17", str(project)).stdout == to_kernels017(lock) + "\n"
     assert read_lockfile(project / "kernels.lock") == lock
+
+
+def test_a_kernels_016_lock_is_exported_for_kernels_017_only_once_it_holds_the_transitive_kernels(
+    hub_env, tmp_path: Path
+) -> None:
+    add_export_repos(hub_env)
+    project = write_project(tmp_path / "app", f'"{TOP}" = 1\n')
+    written = lock_with_kernels_016(project)  # by kernels 0.16 itself: TOP only, not the BASE it depends on
+    assert [e["repo_id"] for e in json.loads(written)] == [TOP]
+    out = tmp_path / "exported.lock"
+
+    refused = cli("export", "--format", "kernels-0.17", "-o", str(out), str(project))
+    assert refused.returncode == 2 and refused.stdout == ""
+    (line,) = refused.stderr.splitlines()
+    assert line.startswith(f"error: {project / 'kernels.lock'}: written by Hugging Face kernels <= 0.16")
+    assert f"would lack whatever {TOP} depend on" in line and "run 'kernels lock' first" in line
+    assert not out.exists() and (project / "kernels.lock").read_bytes() == written
+    # Its own format holds what it locked: nothing is lost there.
+    assert cli("export", "--format", "kernels-0.16", str(project)).returncode == 0
+
+    assert cli("lock", str(project)).returncode == 0  # converts it, keeping TOP's pin, adding BASE
+    lock = read_lockfile(project / "kernels.lock")
+    assert lock.get(TOP).sha == json.loads(written)[0]["sha"] and lock.get(BASE) is not None
+    exported = cli("export", "--format", "kernels-0.17", "-o", str(out), str(project))
+    assert exported.returncode == 0, exported.stderr
+    read = run_peer("0.17", READ_WITH_017, str(out), TOP, json.dumps([[BASE, 1]]))
+    assert read["same_bytes"] is True
+    assert read["top_level"] == {TOP: lock.get(TOP).sha}
+    assert read["asked"] == {BASE: lock.get(BASE).sha}  # what kernels 0.17 loads TOP's dependency by
+
+
+def test_the_kernels_017_export_has_the_key_each_parent_asks_with(hub_env, tmp_path: Path) -> None:
+    """A dependency locked under a tag (the project asks for a range) is still found by the
+    major its parent's kernel-depends asks for, as kernels 0.17 looks it up."""
+    add_export_repos(hub_env)
+    project = write_project(tmp_path / "app", f'"{TOP}" = 1\n"{BASE}" = ">=1.0,<1.1"\n', locked=True)
+    lock = read_lockfile(project / "kernels.lock")
+    assert lock.get(BASE).version == "v1.0.0"  # a tag, not the v1 branch (which is at v1.1.0)
+    out = tmp_path / "exported.lock"
+    assert cli("export", "--format", "kernels-0.17", "-o", str(out), str(project)).returncode == 0
+    read = run_peer("0.17", READ_WITH_017, str(out), f"{TOP},{BASE}", json.dumps([[BASE, 1]]))
+    assert read["same_bytes"] is True
+    assert read["asked"] == {BASE: lock.get(BASE).sha}
 
 
 READ_WITH_016 = """

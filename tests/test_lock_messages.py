@@ -32,7 +32,8 @@ def bad_hash_under(name: str) -> dict:
     ("entries", "message"),
     [
         ([entry(extra=1)], "unknown key 'extra' in '[0].extra' (kernels-test/activation); "
-                           f"expected only repo_id, sha, variants, version, requirement, dependencies, redirected_from; {FIX}"),
+                           "expected only repo_id, sha, variants, version, requirement, dependencies, kernel_depends, "
+                           f"redirected_from; {FIX}"),
         # no kernel named after the path when the repo id itself is what is wrong
         ([entry(repo_id="rotary", sha="abc")], f"invalid repo id 'rotary' in '[0].repo_id'; {REPO_RULE}; {FIX}"),
         ([entry(repo_id="org/" + "n" * 93)], "invalid repo id 'org/nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn..."

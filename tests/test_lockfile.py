@@ -28,7 +28,14 @@ from hypothesis import strategies as st
 from kernel_deps.errors import FileWriteError, LockfileError, UsageError
 from kernel_deps.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
 from kernel_deps.compat import read_prior_pins
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lockfile, write_lockfile
+from kernel_deps.lockfile import (
+    LockedKernel,
+    Lockfile,
+    VariantLock,
+    read_lockfile,
+    requirement_from_text,
+    write_lockfile,
+)
 from kernel_deps.locking import diff_locks
 from tests.fixtures.builder import (
     CPU_VARIANT,
@@ -82,10 +89,11 @@ def test_example_round_trips_byte_for_byte() -> None:
 
 def test_entry_keys_are_written_in_the_documented_order() -> None:
     for entry in json.loads(example_text()):
-        keys = [k for k in ("repo_id", "sha", "variants", "version", "requirement", "dependencies") if k in entry]
-        assert list(entry) == keys
+        order = ("repo_id", "sha", "variants", "version", "requirement", "dependencies", "kernel_depends")
+        assert list(entry) == [k for k in order if k in entry]
         assert list(entry["variants"]) == sorted(entry["variants"])
         assert entry["dependencies"] == sorted(entry["dependencies"])
+        assert list(entry.get("kernel_depends", {})) == entry["dependencies"]  # written for every dependency
 
 
 def test_none_fields_are_omitted_and_dependencies_always_present() -> None:
@@ -236,6 +244,18 @@ MALFORMED = [
     (entries_with(0, dependencies=["kernels-test/x"]), "'[0].dependencies[0]'", "'kernels-test/x'"),
     ([*entries_with(), ["not", "an", "object"]], "'[2]'", "invalid value ['not', 'an', 'object']"),
     ([*entries_with(), entries_with()[1]], "'[1].repo_id' and '[2].repo_id'", f"duplicate repo_id {ROTARY!r}"),
+    (entries_with(0, kernel_depends=None), "'[0].kernel_depends'", "invalid kernel_depends None"),
+    (entries_with(0, kernel_depends=[">=2"]), "'[0].kernel_depends'", "invalid kernel_depends ['>=2']"),
+    (entries_with(0, kernel_depends={}), "'[0].kernel_depends' (kernels-test/activation)",
+     f"no requirement on the dependency {ROTARY!r}"),
+    (entries_with(0, kernel_depends={ROTARY: ">=2"}), f"'[0].kernel_depends[{ROTARY!r}]'", "invalid requirements '>=2'"),
+    (entries_with(0, kernel_depends={ROTARY: []}), f"'[0].kernel_depends[{ROTARY!r}]'", "invalid requirements []"),
+    (entries_with(0, kernel_depends={ROTARY: ["2"], "kernels-test/x": ["1"]}), "'[0].kernel_depends['kernels-test/x']'",
+     "requirement on 'kernels-test/x', which is not in dependencies"),
+    (entries_with(0, kernel_depends={ROTARY: ["v2"]}), f"'[0].kernel_depends[{ROTARY!r}][0]'", "invalid requirement 'v2'"),
+    (entries_with(0, kernel_depends={ROTARY: ["revision=a..b"]}), f"[{ROTARY!r}][0]'", "invalid requirement 'revision=a..b'"),
+    (entries_with(0, kernel_depends={ROTARY: [2]}), f"'[0].kernel_depends[{ROTARY!r}][0]'", "invalid requirement 2"),
+    (entries_with(0, kernel_depends={ROTARY: ["2", "2"]}), f"'[0].kernel_depends[{ROTARY!r}][1]'", "each requirement once"),
     ({"kernels": []}, "top level", "{'kernels': []}"),
     ("[{]", "line 1 column 3", "not valid JSON"),
     ('[{"repo_id": "a/b", "repo_id": "a/c"}]', "twice in one object", "'repo_id'"),
@@ -277,6 +297,48 @@ def test_entries_need_not_be_sorted_on_read() -> None:
     assert lock.repo_ids == ("kernels-test/activation", ROTARY)
 
 
+def test_each_kernel_records_what_it_requires_of_each_dependency() -> None:
+    text = example_text()
+    lock = Lockfile.from_json(text)
+    layer_norm = lock.get("kernels-test/layer-norm")
+    assert dict(layer_norm.kernel_depends) == {"kernels-test/activation": ("<2,>=1.1",)}
+    assert dict(lock.get("kernels-test/rotary").kernel_depends) == {}  # no dependencies: nothing to record
+    # A lock written before requirements were recorded is read as it is: not recorded, None.
+    entries = json.loads(text)
+    for entry in entries:
+        entry.pop("kernel_depends", None)
+    older = Lockfile.from_json(json.dumps(entries, indent=2) + "\n")
+    assert older.get("kernels-test/layer-norm").kernel_depends is None
+    assert older.get("kernels-test/rotary").kernel_depends == {}
+    assert older.to_json() == json.dumps(entries, indent=2) + "\n"  # and written back as it was
+
+
+@pytest.mark.parametrize(
+    ("asks", "key"),
+    [
+        ({"kernels-test/x": ("1",)}, "kernel_depends['kernels-test/x']"),
+        ({}, "kernel_depends"),
+        ({ROTARY: ()}, f"kernel_depends[{ROTARY!r}]"),
+        ({ROTARY: ("v1",)}, f"kernel_depends[{ROTARY!r}][0]"),
+        ({ROTARY: (">=1", ">=1")}, f"kernel_depends[{ROTARY!r}][1]"),
+        ([ROTARY], "kernel_depends"),
+    ],
+)
+def test_recorded_requirements_cover_the_dependencies_exactly(asks: Any, key: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"in '{key}'")):
+        kernel(dependencies=(ROTARY,), kernel_depends=asks)
+    recorded = kernel(dependencies=(ROTARY,), kernel_depends={ROTARY: [">=2", "2"]}).kernel_depends
+    assert dict(recorded) == {ROTARY: ("2", ">=2")}  # sorted, frozen
+
+
+@pytest.mark.parametrize("value", [">=1.2,<2", "~=1.1", "1.2.0", 1, 0, {"revision": "v2"}, {"revision": SHA_A}])
+def test_a_recorded_requirement_text_reads_back_as_the_requirement(value: Any) -> None:
+    from kernel_deps.spec import requirement_from_value
+
+    requirement = requirement_from_value(ROTARY, value)
+    assert requirement_from_text(ROTARY, requirement.text) == requirement
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
@@ -295,6 +357,9 @@ VALID_PARTS = {
     "version": st.sampled_from(["v1.2.0", "v1", "main"]),
     "requirement": st.sampled_from([">=1.2,<2", "~=1.1", "1"]),
     "dependencies": st.lists(repo_ids, max_size=2, unique=True),
+    "kernel_depends": st.dictionaries(
+        repo_ids, st.lists(st.sampled_from(["1", ">=1.2,<2", "revision=main"]), min_size=1, unique=True), max_size=2
+    ),
 }
 
 
@@ -337,6 +402,9 @@ def test_near_valid_locks_parse_or_raise_lockfile_error(entries: list[dict[str, 
     parses_or_raises_lockfile_error(json.dumps(entries))
 
 
+requirement_texts = st.lists(st.sampled_from(["1", ">=1.2,<2", "revision=main", "==2.0.0"]), min_size=1, unique=True)
+
+
 @st.composite
 def valid_locks(draw: st.DrawFn) -> Lockfile:
     ids = draw(st.lists(repo_ids, unique=True, max_size=4))
@@ -350,7 +418,8 @@ def valid_locks(draw: st.DrawFn) -> Lockfile:
                 variants={n: VariantLock(hash=h) for n, h in draw(variant_maps).items()},
                 version=draw(st.none() | VALID_PARTS["version"]),
                 requirement=draw(st.none() | st.text(min_size=1).filter(str.strip)),
-                dependencies=tuple(draw(st.lists(st.sampled_from(others), unique=True))) if others else (),
+                dependencies=(deps := tuple(draw(st.lists(st.sampled_from(others), unique=True))) if others else ()),
+                kernel_depends=draw(st.none() | st.fixed_dictionaries({dep: requirement_texts for dep in deps})),
             )
         )
     return Lockfile(kernels=tuple(kernels))
@@ -479,6 +548,17 @@ def test_diff_of_a_new_commit_does_not_list_expected_hash_changes() -> None:
     old = Lockfile(kernels=(kernel(),))
     new = Lockfile(kernels=(kernel(sha=SHA_B, variants={UNIVERSAL_VARIANT: VariantLock(hash=HASH_B)}),))
     assert diff_locks(old, new) == ["~ kernels-test/activation v1.1.0 (d08b90c89de2) -> v1.1.0 (f7b77ea076aa)"]
+
+
+def test_diff_names_what_a_kernel_records_that_it_requires() -> None:
+    parent = kernel(dependencies=(ROTARY,), kernel_depends={ROTARY: [">=1"]})
+    old = Lockfile(kernels=(parent, kernel(ROTARY)))
+    new = Lockfile(kernels=(dataclasses.replace(parent, kernel_depends={ROTARY: [">=1.1", "1"]}), kernel(ROTARY)))
+    assert diff_locks(old, new) == [f"~ kernels-test/activation: requires {ROTARY} '>=1' -> '1' and '>=1.1'"]
+    older = Lockfile(kernels=(dataclasses.replace(parent, kernel_depends=None), kernel(ROTARY)))
+    recorded = f"~ kernels-test/activation: records that it requires {ROTARY} '>=1' (its kernel-depends)"
+    assert diff_locks(older, old) == [recorded]
+    assert diff_locks(old, older) == []  # reading an older lock never asks for less
 
 
 def test_diff_of_requirement_becoming_transitive() -> None:
@@ -627,6 +707,7 @@ def test_kernels_016_reads_a_lock_we_write(tmp_path: Path) -> None:
         "shas = {lock['repo_id']: _get_locked_kernel(lock['repo_id'], text) for lock in locks}\n"
         "print(json.dumps({'locks': locks, 'shas': shas}))\n"
     )
+    assert '"kernel_depends"' in path.read_text()  # which kernels 0.16 ignores
     theirs = run_kernels_016(code)
     assert theirs["locks"] == [
         {

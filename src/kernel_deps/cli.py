@@ -277,6 +277,7 @@ def _render_outcome(outcome, *, as_json: bool, check: bool, quiet: bool = False)
             "targets": [t.name for t in outcome.targets],
             "uncovered_targets": [{"repo_id": p.repo_id, "target": p.expected} for p in outcome.uncovered],
             "converted_from": outcome.converted_from,
+            "problems": [{"kind": p.kind, "repo_id": p.repo_id, "message": p.message} for p in outcome.problems],
             "kernels": [
                 {"repo_id": k.repo_id, "version": k.version, "sha": k.sha, "variants": len(k.variants)}
                 for k in outcome.lock.kernels
@@ -289,9 +290,10 @@ def _render_outcome(outcome, *, as_json: bool, check: bool, quiet: bool = False)
                 click.echo(f"{name} is up to date ({len(outcome.lock.kernels)} kernels)")
         else:
             why = "is missing" if outcome.previous is None and not outcome.path.exists() else "is out of date"
-            for problem in outcome.uncovered:  # the targets changed since the lock was made
+            # What the prior lock breaks: a requirement, a dependency's pin, a target added since.
+            for problem in (*outcome.problems, *outcome.uncovered):
                 click.echo(problem.message, err=True)
-            click.echo(f"{name} {why}; run 'kernels lock' to update it:", err=True)
+            click.echo(f"{name} {why}; run 'kernels lock' to update it{':' if outcome.changes else ''}", err=True)
             for line in outcome.changes:
                 click.echo(f"  {line}", err=True)
         for line in outcome.notes:
@@ -305,6 +307,9 @@ def _render_outcome(outcome, *, as_json: bool, check: bool, quiet: bool = False)
             )
         for line in outcome.changes:
             click.echo(line)
+        if not outcome.changes and not outcome.up_to_date:  # offline: why it would change, not how
+            for problem in outcome.problems:
+                click.echo(problem.message)
         for line in outcome.notes:
             click.echo(f"note: {line}")
         if outcome.written:
@@ -338,7 +343,12 @@ def lock(
         raise UsageError("--check and --dry-run exclude each other; pass one of them")
     write = not (check or dry_run)
     outcome = lock_project(
-        project_dir, upgrade=upgrade, upgrade_packages=upgrade_packages, write=write, notice=_notice()
+        project_dir,
+        upgrade=upgrade,
+        upgrade_packages=upgrade_packages,
+        write=write,
+        notice=_notice(),
+        explain_offline=not write,
     )
     _render_outcome(outcome, as_json=as_json, check=check, quiet=_quiet())
 

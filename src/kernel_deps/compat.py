@@ -194,7 +194,8 @@ def to_kernels017(lock: Lockfile) -> str:
     tag as a revision), and every kernel gets the key its locked ref gives (the ``vN``
     branch: ``{"version": N}``, which is how kernels 0.17 resolves ``version = N``; another
     tag or branch, or none: a revision), which is what a parent asking for it in
-    kernels 0.17's terms names. All keys of a kernel pin its one locked commit.
+    kernels 0.17's terms names, and the keys its parents' recorded ``kernel-depends`` ask
+    with (a major or a revision). All keys of a kernel pin its one locked commit.
     """
     keys: set[tuple[str, int, int | str]] = set()
     commits: dict[str, str] = {}
@@ -202,11 +203,13 @@ def to_kernels017(lock: Lockfile) -> str:
         commits[kernel.repo_id] = kernel.sha
         by_ref = _key_for_ref(kernel.version, kernel.sha)
         keys.add((kernel.repo_id, *by_ref))
-        if kernel.requirement is not None:
-            if kernel.requirement.isdigit():
-                keys.add((kernel.repo_id, 0, int(kernel.requirement)))
-            elif kernel.requirement.startswith("revision="):
-                keys.add((kernel.repo_id, 1, kernel.requirement.removeprefix("revision=")))
+        asked = [(kernel.repo_id, kernel.requirement)] if kernel.requirement is not None else []
+        asked += [(dep, text) for dep, texts in (kernel.kernel_depends or {}).items() for text in texts]
+        for repo_id, text in asked:
+            if text.isdigit():
+                keys.add((repo_id, 0, int(text)))
+            elif text.startswith("revision="):
+                keys.add((repo_id, 1, text.removeprefix("revision=")))
     # kernels 0.17 keeps them in a map ordered by repo id, then versions (numerically)
     # before revisions.
     entries = []
@@ -236,5 +239,19 @@ def export_lock(path: Path, format_name: str) -> tuple[str, Lockfile]:
     writer = EXPORT_FORMATS.get(format_name)
     if writer is None:
         raise UsageError(f"unknown export format {format_name!r}; use one of {', '.join(sorted(EXPORT_FORMATS))}")
-    lock, _ = read_lock_for_use(path)
+    lock, written_by = read_lock_for_use(path)
+    if format_name == "kernels-0.17" and written_by == KERNELS_016:
+        raise LockfileError(_incomplete_for_kernels017(path, lock))
     return writer(lock), lock
+
+
+def _incomplete_for_kernels017(path: Path, lock: Lockfile) -> str:
+    """Why a kernels <= 0.16 lock cannot be exported for kernels 0.17: it locks no transitive kernels."""
+    names = [k.repo_id for k in lock.kernels]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (
+        f"{path}: written by {KERNELS_016}, which locks no kernel a kernel depends on, so a kernels-0.17 export "
+        f"would lack whatever {shown} depend on (kernels 0.17 then refuses to load those as not locked); "
+        "run 'kernels lock' first (it converts the lock, keeping its pins, and adds the kernels they depend on), "
+        "then export"
+    )

@@ -33,18 +33,32 @@ from kernel_deps import atomicfile, jsondoc
 from kernel_deps.errors import InvalidRepoIdError, LockfileError
 from kernel_deps.hashing import HASH_TYPE
 from kernel_deps.settings import LOCK_NAME
-from kernel_deps.spec import show_value, validate_repo_id
+from kernel_deps.spec import (
+    MAX_MAJOR_DIGITS,
+    InvalidEntry,
+    KernelRequirement,
+    requirement_from_value,
+    show_value,
+    validate_repo_id,
+)
 from kernel_deps.variants import MAX_NAME_LENGTH as MAX_VARIANT_NAME_LENGTH
 
-__all__ = ["LockedKernel", "Lockfile", "VariantLock", "read_lock_text", "read_lockfile", "write_lockfile"]
+__all__ = [
+    "LockedKernel", "Lockfile", "VariantLock", "read_lock_text", "read_lockfile", "requirement_from_text",
+    "write_lockfile",
+]  # fmt: skip
 
 COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
 _HASH = re.compile(r"sha256-[0-9a-f]{64}")
 _VARIANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-_ENTRY_KEYS = ("repo_id", "sha", "variants", "version", "requirement", "dependencies", "redirected_from")
+_ENTRY_KEYS = (
+    "repo_id", "sha", "variants", "version", "requirement", "dependencies", "kernel_depends", "redirected_from",
+)  # fmt: skip
 _REQUIRED_KEYS = ("repo_id", "sha", "variants", "dependencies")
 _VARIANT_KEYS = ("hash", "hash_type")
 _FIX = "fix the entry or rerun 'kernels lock'"
+_MAJOR_TEXT = re.compile(rf"[0-9]{{1,{MAX_MAJOR_DIGITS}}}")
+_REQUIREMENT_TEXT = "expected a requirement as kernel-depends states it: a PEP 440 range, a major like 1, or revision=REV"
 
 
 class _Brief(reprlib.Repr):
@@ -142,6 +156,22 @@ def repo_id_problem(value: object) -> str | None:
     return None
 
 
+def requirement_from_text(repo_id: str, text: str) -> KernelRequirement:
+    """The requirement on ``repo_id`` that a lock records as ``text`` (a requirement's
+    ``text``: a PEP 440 range, a major ``1``, or ``revision=<rev>``); ValueError saying
+    why when ``text`` is none of these."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("expected a non-empty string")
+    if text.startswith("revision="):
+        value: object = {"revision": text.removeprefix("revision=")}
+    else:
+        value = int(text) if _MAJOR_TEXT.fullmatch(text) else text
+    try:
+        return requirement_from_value(repo_id, value)
+    except InvalidEntry as exc:
+        raise ValueError(exc.problem) from None
+
+
 # -- the records: each owns the rules about its values ------------------------------------
 
 
@@ -175,6 +205,11 @@ class LockedKernel:
     version: str | None = None
     requirement: str | None = None
     dependencies: tuple[str, ...] = ()
+    # What this kernel requires of each of its dependencies (dependency repo id -> the
+    # requirement texts its variants' kernel-depends state, the union over variants), so a
+    # lock is checked against them offline. None: not recorded (a lock written before
+    # kernel-deps recorded them); a kernel without dependencies records nothing, {}.
+    kernel_depends: Mapping[str, tuple[str, ...]] | None = None
     # Repo ids pyproject.toml names that redirect here (their kernel-status.toml): this
     # entry is the lock's answer for them too.
     redirected_from: tuple[str, ...] = ()
@@ -209,6 +244,7 @@ class LockedKernel:
                 raise invalid(key, "dependency", dep, "expected each other kernel once, not the kernel itself")
         object.__setattr__(self, "variants", _FrozenMap(sorted(self.variants.items())))
         object.__setattr__(self, "dependencies", tuple(sorted(dependencies)))
+        object.__setattr__(self, "kernel_depends", _checked_kernel_depends(self.kernel_depends, dependencies))
         if not isinstance(self.redirected_from, (list, tuple)):
             raise invalid(".redirected_from", "redirected_from", self.redirected_from, "expected a list of repo ids")
         sources = tuple(self.redirected_from)
@@ -230,6 +266,7 @@ class LockedKernel:
             version=_get_optional(entry, "version"),
             requirement=_get_optional(entry, "requirement"),
             dependencies=entry["dependencies"],
+            kernel_depends=_get_optional(entry, "kernel_depends", "an object of dependency repo id -> requirements"),
             redirected_from=entry.get("redirected_from", ()),
         )
 
@@ -242,9 +279,42 @@ class LockedKernel:
         if self.requirement is not None:
             entry["requirement"] = self.requirement
         entry["dependencies"] = list(self.dependencies)
+        if self.kernel_depends:
+            entry["kernel_depends"] = {dep: list(texts) for dep, texts in self.kernel_depends.items()}
         if self.redirected_from:
             entry["redirected_from"] = list(self.redirected_from)
         return entry
+
+
+def _checked_kernel_depends(asks: Any, dependencies: tuple[str, ...]) -> Mapping[str, tuple[str, ...]] | None:
+    """``asks`` (an entry's ``kernel_depends``) sorted and frozen, once it names each of
+    ``dependencies`` exactly, each with distinct requirement texts; FieldError otherwise."""
+    if asks is None:
+        return _FrozenMap(()) if not dependencies else None
+    expected = "expected an object of dependency repo id -> list of requirements, one key per dependency"
+    if not isinstance(asks, Mapping):
+        raise invalid(".kernel_depends", "kernel_depends", asks, expected)
+    checked: dict[str, tuple[str, ...]] = {}
+    for dep, texts in asks.items():
+        if not isinstance(dep, str):
+            raise invalid(".kernel_depends", "kernel_depends", asks, expected)
+        key = f".kernel_depends{step(dep)}"
+        if dep not in dependencies:
+            raise FieldError(key, f"requirement on {_show.repr(dep)}, which is not in dependencies", expected)
+        if not isinstance(texts, (list, tuple)) or not texts:
+            raise invalid(key, "requirements", texts, "expected a non-empty list of requirements")
+        for index, text in enumerate(texts):
+            try:
+                requirement_from_text(dep, text)
+            except ValueError:
+                raise invalid(f"{key}[{index}]", "requirement", text, _REQUIREMENT_TEXT) from None
+            if text in texts[:index]:
+                raise invalid(f"{key}[{index}]", "requirement", text, "expected each requirement once")
+        checked[dep] = tuple(sorted(texts))
+    for dep in dependencies:
+        if dep not in checked:
+            raise FieldError(".kernel_depends", f"no requirement on the dependency {dep!r}", expected)
+    return _FrozenMap(sorted(checked.items()))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -384,10 +454,10 @@ def check_object(obj: Any, key: str, allowed: Sequence[str], required: Sequence[
     return obj
 
 
-def _get_optional(entry: dict[str, Any], key: str) -> Any:
+def _get_optional(entry: dict[str, Any], key: str, kind: str = "a string") -> Any:
     """``entry[key]``, None when absent; JSON ``null`` is refused (absent is written by leaving it out)."""
     if key in entry and entry[key] is None:
-        raise invalid(f".{key}", key, None, "expected a string, or no key at all")
+        raise invalid(f".{key}", key, None, f"expected {kind}, or no key at all")
     return entry.get(key)
 
 

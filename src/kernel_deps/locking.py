@@ -28,7 +28,7 @@ from kernel_deps.projectedit import editing
 from kernel_deps.pyproject import project_from_text, read_project, read_pyproject_text, read_targets
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
 from kernel_deps.errors import UsageError
-from kernel_deps.settings import BUILD_DIR, EDIT_JOURNAL_NAME, KERNEL_STATUS_NAME, LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.settings import BUILD_DIR, EDIT_JOURNAL_NAME, KERNEL_STATUS_NAME, LOCK_NAME, PYPROJECT_NAME, is_offline
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.sync import Problem, check_sync, check_targets
 from kernel_deps.targets import Target
@@ -55,6 +55,9 @@ class LockOutcome:
     targets: tuple[Target, ...] = ()
     # The other tool whose lock this run replaced with ours, keeping its pins (None: ours or none).
     converted_from: str | None = None
+    # Why the prior lock is out of date, as ``lock --check`` and ``verify`` judge it without the Hub
+    # (sync.check_sync): a requirement it does not meet, a dependency pin its parent does not accept.
+    problems: list[Problem] = field(default_factory=list)
 
 
 def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], bytes | None, str | None]:
@@ -85,6 +88,7 @@ def lock_project(
     upgrade_packages: Iterable[str] = (),
     write: bool = True,
     notice: Callable[[str], None] | None = None,
+    explain_offline: bool = False,
 ) -> LockOutcome:
     """Resolve the project's kernels and (unless ``write`` is False) write kernels.lock.
 
@@ -94,16 +98,19 @@ def lock_project(
     is written (:func:`kernel_deps.projectedit.editing`, which tells ``notice`` when it
     waits for another command); without ``write``, a pending edit journal is a
     PendingEditError, never applied.
+    With ``explain_offline`` (``lock --check`` and ``--dry-run``, which write nothing), a
+    prior lock that breaks a rule it can be judged by alone is, while HF_HUB_OFFLINE is
+    set, out of date with its ``problems`` and no changes, instead of an OfflineError.
     """
     if not write:
         return _lock_project(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=upgrade,
-                             upgrade_packages=upgrade_packages, write=False)  # fmt: skip
+                             upgrade_packages=upgrade_packages, write=False, explain_offline=explain_offline)  # fmt: skip
     from kernel_deps.hub import HubClient
 
     hub = hub or HubClient()
     with hub.operation(), editing(Path(project_dir), hub=hub, notice=notice):
         return _lock_project(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=upgrade,
-                             upgrade_packages=upgrade_packages, write=True)  # fmt: skip
+                             upgrade_packages=upgrade_packages, write=True, explain_offline=False)  # fmt: skip
 
 
 def _lock_project(
@@ -115,6 +122,7 @@ def _lock_project(
     upgrade: bool,
     upgrade_packages: Iterable[str],
     write: bool,
+    explain_offline: bool,
 ) -> LockOutcome:
     """:func:`lock_project`, with the edit lock held when ``write``."""
     project_dir = Path(project_dir)
@@ -139,6 +147,12 @@ def _lock_project(
         # would keep every pin, and a pinned commit's variants and dependencies cannot
         # change: no Hub needed.
         return LockOutcome(path, previous, previous, [], True, False, targets=targets)
+    # What the prior lock breaks, judged by what it records (a foreign lock records no requirements).
+    problems = check_sync(requirements, previous) if previous is not None and foreign is None else []
+    if explain_offline and not write and (problems or uncovered) and is_offline():
+        # Out of date whatever the Hub would answer; what would change is not known without it.
+        return LockOutcome(path, previous, previous, [], False, False, uncovered=uncovered, targets=targets,
+                           converted_from=foreign, problems=problems)  # fmt: skip
     from kernel_deps.hub import HubClient
     from kernel_deps.index import KernelIndex, describe_redirects
 
@@ -164,7 +178,7 @@ def _lock_project(
     written = write and not up_to_date and write_lockfile(path, lock)
     return LockOutcome(
         path, lock, previous, changes, up_to_date, written,
-        notes=notes, uncovered=uncovered, targets=targets, converted_from=foreign,
+        notes=notes, uncovered=uncovered, targets=targets, converted_from=foreign, problems=problems,
     )
 
 
@@ -223,8 +237,10 @@ def build_lockfile(
     redirected_from: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Lockfile:
     """Hash every variant of every resolved commit and assemble the lock entries; a kept
-    pin keeps the tag or branch name it was locked under; ``redirected_from`` names, per
-    destination, the repos pyproject.toml asks for that redirect to it."""
+    pin keeps the tag or branch name it was locked under; each entry records what its
+    kernel-depends require of each dependency (the union over its variants, as resolved);
+    ``redirected_from`` names, per destination, the repos pyproject.toml asks for that
+    redirect to it."""
     direct = {req.repo_id: req for req in requirements}
     pins = pins or {}
     entries = []
@@ -234,6 +250,11 @@ def build_lockfile(
         requirement = direct.get(repo_id)
         pin = pins.get(repo_id)
         recorded = pin.version if pin is not None and pin.commit == candidate.commit else None
+        dependencies = resolution.dependencies.get(repo_id, ())
+        asks: dict[str, set[str]] = {dep: set() for dep in dependencies}
+        for dep in index.dependencies(repo_id, candidate.commit):  # read while resolving: no request
+            if dep.repo_id in asks:
+                asks[dep.repo_id].add(dep.text)
         entries.append(
             LockedKernel(
                 repo_id=repo_id,
@@ -241,7 +262,8 @@ def build_lockfile(
                 variants=variants,
                 version=version_name(candidate, resolution.requirements.get(repo_id, ()), recorded),
                 requirement=requirement.text if requirement else None,
-                dependencies=resolution.dependencies.get(repo_id, ()),
+                dependencies=dependencies,
+                kernel_depends={dep: tuple(texts) for dep, texts in asks.items()},
                 redirected_from=(redirected_from or {}).get(repo_id, ()),
             )
         )
@@ -269,7 +291,20 @@ def diff_locks(old: Lockfile | None, new: Lockfile) -> list[str]:
         if a.requirement != b.requirement:
             lines.append(f"~ {repo_id}: requirement {_spec(a.requirement)} -> {_spec(b.requirement)}")
         lines += [f"~ {repo_id}: now depends on {d}" for d in b.dependencies if d not in a.dependencies]
+        lines += _requirement_changes(repo_id, a, b)
         lines += [f"~ {repo_id}: no longer depends on {d}" for d in a.dependencies if d not in b.dependencies]
+    return lines
+
+
+def _requirement_changes(repo_id: str, a: LockedKernel, b: LockedKernel) -> list[str]:
+    """Lines for what ``b`` records that a kept dependency of ``a`` must meet, where it differs."""
+    lines = []
+    for dep in (d for d in b.dependencies if d in a.dependencies and b.kernel_depends is not None):
+        after = " and ".join(map(repr, b.kernel_depends[dep]))
+        if a.kernel_depends is None:
+            lines.append(f"~ {repo_id}: records that it requires {dep} {after} (its kernel-depends)")
+        elif a.kernel_depends[dep] != b.kernel_depends[dep]:
+            lines.append(f"~ {repo_id}: requires {dep} {' and '.join(map(repr, a.kernel_depends[dep]))} -> {after}")
     return lines
 
 
@@ -310,10 +345,10 @@ def edit_and_relock(
         updated = edit(original)
         if updated == original:
             return _lock_project(project_dir, hub=hub, requirements=None, targets=None, upgrade=False,
-                                 upgrade_packages=(), write=True)  # fmt: skip
+                                 upgrade_packages=(), write=True, explain_offline=False)  # fmt: skip
         requirements, targets = project_from_text(updated, source=str(pyproject))
         outcome = _lock_project(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=False,
-                                upgrade_packages=(), write=False)  # fmt: skip
+                                upgrade_packages=(), write=False, explain_offline=False)  # fmt: skip
         files = {pyproject: updated}
         if not outcome.up_to_date:
             files[outcome.path] = outcome.lock.to_json()

@@ -3,7 +3,9 @@
 ``kernels lock --check`` (when no pin has to move), ``kernels verify`` and the build
 hooks all ask this one question: is every ``[tool.kernels.dependencies]`` entry locked,
 by an entry that satisfies it (:func:`kernel_deps.versions.satisfies`, the resolver's own
-rule) and was locked for that same requirement, and is every other entry still needed?
+rule) and was locked for that same requirement, does every locked dependency still meet
+what the kernels depending on it require of it (their ``kernel-depends``, as the lock
+records them), and is every other entry still needed?
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from kernel_deps.lockfile import LockedKernel, Lockfile
+from kernel_deps.lockfile import LockedKernel, Lockfile, requirement_from_text
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.targets import Target, missing_targets
-from kernel_deps.versions import locked_ref, satisfies
+from kernel_deps.versions import locked_ref, parse_version_ref, satisfies
 
 RELOCK_HINT = "run 'kernels lock' to update kernels.lock"
 
@@ -50,6 +52,7 @@ def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile) -> lis
             was = f"for {entry.requirement!r}" if entry.requirement else "only as a dependency of another kernel"
             message = f"{req.repo_id}: pyproject.toml asks for {req.text!r} but kernels.lock was locked {was}"
             problems.append(_sync("requirement-changed", req.repo_id, message, req.text, entry.requirement))
+    problems += check_dependencies(lock)
     removed = {
         k.repo_id for k in lock.kernels
         if k.requirement is not None and k.repo_id not in direct and not set(k.redirected_from) & direct.keys()
@@ -64,6 +67,50 @@ def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile) -> lis
             message = f"{kernel.repo_id} is in kernels.lock but no longer required by pyproject.toml or a locked kernel"
             problems.append(_sync("orphan", kernel.repo_id, message, None, None))
     return problems
+
+
+def check_dependencies(lock: Lockfile) -> list[Problem]:
+    """Each locked dependency must meet what the kernels depending on it require of it, as
+    the lock records their kernel-depends (a hand-edited pin that no longer does is named).
+
+    An entry records one ref name. When a revision asked of it chose a name that is not a
+    version tag (the lock records ``v1`` for ``revision = "v1"``), the name cannot show which
+    version the commit is, so a range asked of it too is left to the resolver that checked
+    it when locking."""
+    problems: list[Problem] = []
+    asked = [(parent, dep, text) for parent in lock.kernels for dep, texts in (parent.kernel_depends or {}).items()
+             for text in texts]  # fmt: skip
+    texts_on: dict[str, set[str]] = {}
+    for _, dep, text in asked:
+        texts_on.setdefault(dep, set()).add(text)
+    for parent, dep, text in asked:
+        entry = lock.get(dep)
+        if entry is None or entry_satisfies(entry, requirement_from_text(dep, text)):
+            continue
+        forced = {t for t in (*texts_on[dep], entry.requirement or "") if t.startswith("revision=")}
+        if f"revision={entry.version}" in forced and not _names_a_version(entry):
+            continue
+        got = _label(entry)
+        message = (
+            f"{dep}: the locked {got} does not satisfy {text!r}, which {parent.repo_id} {_label(parent)} "
+            "requires of it (its kernel-depends, as kernels.lock records them)"
+        )
+        problems.append(_sync("dependency-unsatisfied", dep, message, text, got))
+    return problems
+
+
+def unrecorded_requirements(lock: Lockfile) -> Problem | None:
+    """A notice when the lock lists kernels' dependencies without what they require of them
+    (written before kernel-deps recorded it), so their pins cannot be checked; else None."""
+    parents = [k.repo_id for k in lock.kernels if k.kernel_depends is None]
+    if not parents:
+        return None
+    message = (
+        f"kernels.lock records which kernels {', '.join(parents)} depend on but not what they require of them, "
+        "so those pins are not checked against their kernel-depends; 'kernels lock' records them "
+        "(kernel_depends in each entry), keeping every pin that meets them"
+    )
+    return Problem("requirements-not-recorded", None, None, None, message)
 
 
 def check_targets(targets: Sequence[Target], lock: Lockfile) -> list[Problem]:
@@ -90,6 +137,13 @@ def entry_satisfies(entry: LockedKernel, requirement: KernelRequirement) -> bool
     commit and tag or branch name), never by where that ref points on the Hub now."""
     recorded = locked_ref(entry.version, entry.sha)
     return satisfies(requirement, entry.sha, (recorded,) if recorded else ())
+
+
+def _names_a_version(entry: LockedKernel) -> bool:
+    """Whether the entry's recorded name is a version tag (``v1.2.0``), which shows its version."""
+    ref = locked_ref(entry.version, entry.sha)
+    version = parse_version_ref(ref) if ref is not None else None
+    return version is not None and not version.is_branch
 
 
 def _label(entry: LockedKernel) -> str:

@@ -22,7 +22,7 @@ from kernel_deps.lockfile import LockedKernel, Lockfile, lock_path
 from kernel_deps.pools import worker_pool
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, PYPROJECT_NAME, hash_threads, is_offline, offline_env
 from kernel_deps.pyproject import read_project
-from kernel_deps.sync import RELOCK_HINT, Problem, check_sync, check_targets
+from kernel_deps.sync import RELOCK_HINT, Problem, check_sync, check_targets, unrecorded_requirements
 from kernel_deps.targets import Target, serving_variant, targets_from_options
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.variants import NoMatchingVariantError, select_variant
@@ -40,13 +40,14 @@ _FILE_MESSAGES = {
     "outside-cache": "{path} links outside the cache (to {got}); the loader refuses it, run 'kernels download' to replace it",
     "hash-mismatch": "the cached files hash to a different value than kernels.lock records",
 }
-SYNC_KINDS = frozenset({"not-locked", "unsatisfied", "requirement-changed", "removed", "orphan", "target-not-served"})
+SYNC_KINDS = frozenset({"not-locked", "unsatisfied", "requirement-changed", "removed", "orphan", "target-not-served",
+                        "dependency-unsatisfied"})  # fmt: skip
 FILE_KINDS = frozenset(_FILE_MESSAGES)  # a cached variant's files differ: a fresh download repairs them
 CACHE_KINDS = FILE_KINDS | {"unreadable", "unlocked-variant", "not-cached", "no-variant", "target-not-cached"}
 HUB_KINDS = frozenset({"repo-missing", "commit-missing", "ref-missing", "ref-moved", "hub-hash-mismatch",
                        "variant-not-on-hub", "variant-not-locked", "hub-error"})  # fmt: skip
 # Reported, but not a disagreement: the lock still holds, upstream has something newer.
-NOTICE_KINDS = frozenset({"ref-advanced", "foreign-lock"})
+NOTICE_KINDS = frozenset({"ref-advanced", "foreign-lock", "requirements-not-recorded"})
 # LOCAL_KERNELS is set: a development override that must not ship.
 LOCAL_KINDS = frozenset({"local-override"})
 
@@ -106,6 +107,7 @@ def verify_project(
         local_problems.append(Problem("local-override", None, None, None, message))
     if written_by is None:
         problems = check_sync(requirements, lock)
+        notices += filter(None, [unrecorded_requirements(lock)])  # an older lock: what 'kernels lock' adds
     else:  # it records no versions or requirements to judge sync by
         problems = []
         message = (f"{path} was written by {written_by}: it records no versions or requirements, so its sync with "
