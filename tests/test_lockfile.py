@@ -244,7 +244,7 @@ MALFORMED = [
     (entries_with(0, dependencies=["kernels-test/x"]), "'[0].dependencies[0]'", "'kernels-test/x'"),
     ([*entries_with(), ["not", "an", "object"]], "'[2]'", "invalid value ['not', 'an', 'object']"),
     ([*entries_with(), entries_with()[1]], "'[1].repo_id' and '[2].repo_id'", f"duplicate repo_id {ROTARY!r}"),
-    (entries_with(0, kernel_depends=None), "'[0].kernel_depends'", "invalid kernel_depends None"),
+    (entries_with(0, kernel_depends=None), "'[0].kernel_depends'", "invalid kernel_depends null"),
     (entries_with(0, kernel_depends=[">=2"]), "'[0].kernel_depends'", "invalid kernel_depends ['>=2']"),
     (entries_with(0, kernel_depends={}), "'[0].kernel_depends' (kernels-test/activation)",
      f"no requirement on the dependency {ROTARY!r}"),
