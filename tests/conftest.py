@@ -72,6 +72,7 @@ def hub_env(local_hub: HubWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # read by huggingface_hub, and so by kernel-deps
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.delenv("KERNELS_CACHE", raising=False)
     return local_hub
