@@ -7,7 +7,6 @@ Every Hub call goes to the local olah Hub over real HTTP; local builds are real 
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -18,6 +17,7 @@ from kernel_deps.errors import ResolutionError, UsageError
 from kernel_deps.local_kernels import LocalKernelError, LocalKernelWarning
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
+from tests.fixtures.local_builds import write_local_repo
 from tests.fixtures.projects import write_project
 
 
@@ -121,19 +121,6 @@ def test_has_kernel_says_whether_this_machine_has_a_build(hub_env) -> None:
 
 
 # -- local builds -------------------------------------------------------------------------------
-
-
-def write_local_repo(root: Path, tag: str) -> Path:
-    """A kernel repo being developed: a CUDA and a CPU build of a package reporting ``tag``."""
-    for variant in (CUDA_VARIANT, CPU_VARIANT):
-        folder = root / "build" / variant
-        (folder / "layers").mkdir(parents=True)
-        (folder / "__init__.py").write_text(
-            f"from ._ops import where\n__version__ = {tag!r}\nVARIANT = {variant!r}\n"
-        )
-        (folder / "_ops.py").write_text(f"def where():\n    return {variant!r}\n")
-        (folder / "layers" / "__init__.py").write_text("from .._ops import where as layer_where\n")
-    return root
 
 
 def test_get_local_kernel_imports_this_machines_build_with_a_warning(tmp_path) -> None:
