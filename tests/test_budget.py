@@ -21,9 +21,9 @@ from kernel_deps.errors import HubUnavailableError
 from kernel_deps.hub import HubClient
 from kernel_deps.lockfile import read_lockfile
 from tests.fixtures.builder import CPU_VARIANT
+from tests.fixtures.downloads import add_repos, all_verified, snapshot_entries
 from tests.fixtures.projects import write_project
-from tests.test_faults import add_repos, all_verified
-from tests.test_transport import SilentServer
+from tests.fixtures.servers import SilentServer
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
 
@@ -199,10 +199,6 @@ def test_a_malformed_hub_variable_breaks_only_what_needs_the_hub(hub_env, tmp_pa
 
 def part_files(root: Path) -> list[Path]:
     return sorted(root.rglob("*.part"))
-
-
-def snapshot_entries(root: Path) -> list[Path]:
-    return sorted(root.glob("*/snapshots/*/build/*"))
 
 
 def test_a_killed_download_is_resumed_by_the_next_run(hub_env, proxy, tmp_path) -> None:

@@ -11,33 +11,34 @@ into both packages.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import sysconfig
 import tarfile
-import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from kernel_deps import loader
 from kernel_deps.build_hooks import ALLOW_STALE_ENV, BuildLock, StaleLockError, lock_for_build
-from kernel_deps.download import download_project
 from kernel_deps.errors import LockfileError, PyprojectError, UsageError
 from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock
-from kernel_deps.locking import lock_project
 from kernel_deps.spec import parse_requirement
-from tests.conftest import HubWorld
 from tests.fixtures.projects import write_project
+from tests.fixtures.wheels import (  # noqa: F401 - fixtures used by name
+    EMBEDDED,
+    SAMPLES,
+    Samples,
+    backends,
+    clean_env,
+    copy_project,
+    dist_info_files,
+    run,
+    samples,
+    wheelhouse,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = Path(__file__).resolve().parent / "fixtures" / "sample_projects"
 ROTARY = "kernels-test/rotary"
-# Where each backend puts the lock inside the wheel's .dist-info folder.
-EMBEDDED = {"setuptools_app": "kernels.lock", "hatch_app": "extra_metadata/kernels.lock"}
 DIST_NAMES = {"setuptools_app": "setuptools-app", "hatch_app": "hatch-app"}
 
 
@@ -227,42 +228,6 @@ def test_the_loader_reads_the_lock_of_the_calling_modules_distribution(fake_site
 # -- real wheels, built and installed --------------------------------------------------------
 
 
-@dataclass
-class Samples:
-    """The sample projects, copied, locked and downloaded; the cache that holds their kernels."""
-
-    projects: dict[str, Path]
-    cache: Path
-    hub: HubWorld
-
-    def locked_commit(self, name: str) -> str:
-        return Lockfile.from_json((self.projects[name] / "kernels.lock").read_text()).get(ROTARY).sha
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """This environment without anything that would steer a build or a load from outside."""
-    env = {k: v for k, v in os.environ.items() if k not in (ALLOW_STALE_ENV, "KERNELS_LOCKFILE", "KERNELS_CACHE", "PYTHONPATH")}
-    return {**env, **extra}
-
-
-def copy_project(source: Path, target: Path) -> Path:
-    """A copy of a sample project without what an earlier in-tree build left in it."""
-    return Path(shutil.copytree(source, target, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info")))
-
-
-def run(*args: object, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(a) for a in args], capture_output=True, text=True, **kwargs)
-
-
-@pytest.fixture(scope="session")
-def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """kernel-deps built from this checkout, plus every wheel a sample build needs: one visit to the index."""
-    house = tmp_path_factory.mktemp("wheelhouse")
-    result = run(sys.executable, "-m", "pip", "wheel", "--wheel-dir", house, ROOT, "setuptools>=70.1", "hatchling>=1.26")
-    assert result.returncode == 0, f"could not fill the wheelhouse:\n{result.stdout}\n{result.stderr}"
-    return house
-
-
 def build_wheel(project: Path, out: Path, wheelhouse: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], Path | None]:
     """``pip wheel`` in an isolated build environment installed from the wheelhouse only (offline)."""
     result = run(
@@ -272,35 +237,6 @@ def build_wheel(project: Path, out: Path, wheelhouse: Path, **env: str) -> tuple
     wheels = sorted(out.glob("*.whl"))
     assert len(wheels) <= 1
     return result, (wheels[0] if wheels else None)
-
-
-def dist_info_files(wheel: Path) -> dict[str, bytes]:
-    """The files under the wheel's .dist-info folder, by path inside that folder."""
-    with zipfile.ZipFile(wheel) as archive:
-        return {
-            name.split("/", 1)[1]: archive.read(name)
-            for name in archive.namelist()
-            if name.split("/", 1)[0].endswith(".dist-info")
-        }
-
-
-@pytest.fixture(scope="module")
-def samples(local_hub: HubWorld, tmp_path_factory: pytest.TempPathFactory) -> Samples:
-    """Both sample projects copied out of tests/fixtures, locked against the local Hub, downloaded."""
-    root = tmp_path_factory.mktemp("samples")
-    cache = root / "hf-cache"
-    projects = {}
-    with pytest.MonkeyPatch.context() as env:  # what hub_env does, for the whole module
-        env.setenv("HF_ENDPOINT", local_hub.url)
-        env.setenv("HF_HUB_CACHE", str(cache))
-        env.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-        for name in ("HF_HUB_OFFLINE", "HF_TOKEN", "KERNELS_CACHE", "KERNELS_LOCKFILE"):
-            env.delenv(name, raising=False)
-        for name in EMBEDDED:
-            projects[name] = copy_project(SAMPLES / name, root / name)
-            lock_project(projects[name])
-            download_project(projects[name])
-    return Samples(projects, cache, local_hub)
 
 
 @pytest.fixture(scope="module")
@@ -372,20 +308,6 @@ def test_installed_packages_each_load_the_kernel_their_own_lock_pins(
         assert loaded["lock_origin"] == f"distribution {DIST_NAMES[name]}"
         assert loaded["lock_path"] == f"{DIST_NAMES[name]} 0.1.0 (installed distribution)"
     assert found["setuptools_app"]["module"] != found["hatch_app"]["module"]
-
-
-@pytest.fixture(scope="module")
-def backends(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The python of a virtualenv with setuptools, hatchling and kernel-deps, to call the backends directly."""
-    venv = tmp_path_factory.mktemp("backends") / "venv"
-    assert run(sys.executable, "-m", "venv", "--without-pip", venv).returncode == 0
-    python = venv / "bin" / "python"
-    install = run(
-        sys.executable, "-m", "pip", "--python", python, "install", "--no-index", "--find-links", wheelhouse,
-        "kernel-deps", "setuptools", "hatchling", env=clean_env(),
-    )  # fmt: skip
-    assert install.returncode == 0, install.stdout + install.stderr
-    return python
 
 
 @pytest.mark.parametrize("name", list(EMBEDDED), ids=["setuptools", "hatchling"])

@@ -21,7 +21,7 @@ import pytest
 from kernel_deps.compat import to_kernels017
 from kernel_deps.lockfile import read_lockfile
 from tests.fixtures.peers import CLI_DEPS, peer_path
-from tests.test_build_hooks import (  # noqa: F401 - fixtures used by name
+from tests.fixtures.wheels import (  # noqa: F401 - fixtures used by name
     EMBEDDED,
     Samples,
     backends,

@@ -20,7 +20,7 @@ from kernel_deps.locking import lock_project
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
-from tests.test_download_edges import ops_blob_id_lie
+from tests.fixtures.rewrites import ops_blob_id_lie
 from tests.fixtures.unprivileged import where_modes_apply
 
 REPO_ID = "kernels-test/cache-downloads"

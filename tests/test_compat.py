@@ -15,7 +15,8 @@ import pytest
 from kernel_deps.compat import from_kernels016, is_kernels017, read_prior_pins
 from kernel_deps.errors import LockfileError
 from kernel_deps.lockfile import Lockfile
-from tests.test_lockfile import ROTARY, SHA_A, SHA_B, entries_with, example_text
+from tests.fixtures.builder import ROTARY
+from tests.fixtures.locks import SHA_A, SHA_B, entries_with, example_text
 
 # Written by kernels 0.17.2 itself: KernelLocks({KernelDependency(...): KernelLock(...)}).to_json()
 KERNELS_017_LOCK = """[

@@ -25,6 +25,7 @@ from kernel_deps.variants import system_for_variant
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
+from tests.fixtures.rewrites import ops_blob_id_lie
 
 REPO_ID = "kernels-test/dl-edge-main"
 
@@ -275,18 +276,6 @@ def test_a_download_cut_before_its_first_byte_leaves_no_empty_partial_file(hub_e
 LYING_ID = "kernels-test/dl-edge-lying"
 FAKE = "1" * 40
 
-
-
-def ops_blob_id_lie(fake: str):
-    """A proxy rewrite that gives the CPU build's _ops.py the git blob id ``fake`` in every listing."""
-
-    def lie(path: str, listing):
-        for entry in listing if isinstance(listing, list) else []:
-            if entry.get("path", "").endswith(f"{CPU_VARIANT}/_ops.py"):
-                entry["oid"] = fake
-        return listing
-
-    return lie
 
 
 @pytest.fixture

@@ -30,8 +30,8 @@ from kernel_deps.locking import edit_and_relock
 from kernel_deps.settings import EDIT_JOURNAL_NAME, EDIT_LOCK_NAME
 from kernel_deps.pyproject import add_requirement, read_requirements
 from tests.fixtures.cli import run_kernels
+from tests.fixtures.processes import sigint_as_in_a_terminal
 from tests.fixtures.projects import write_project
-from tests.test_interrupt import sigint_as_in_a_terminal
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
 ROTARY, ADDED = "kernels-test/rotary", "kernels-test/activation"

@@ -19,9 +19,8 @@ from kernel_deps.lockfile import read_lockfile
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
-from tests.fixtures.peers import env_with_peer
+from tests.fixtures.peers import env_with_peer, lock_with_kernels_016
 from tests.fixtures.projects import write_project
-from tests.test_pins import lock_with_kernels_016
 
 BASE = "kernels-test/export-base"
 TOP = "kernels-test/export-top"

@@ -17,33 +17,12 @@ from kernel_deps.download import download_project
 from kernel_deps.errors import HubUnavailableError
 from kernel_deps.hub import HubClient
 from kernel_deps.lockfile import read_lockfile
-from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT
 from tests.fixtures.cli import run_kernels
+from tests.fixtures.downloads import add_repos, all_verified, snapshot_entries
 from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
-
-
-def add_repos(hub_env, name: str, *, lfs_size: int = 256 << 10, kernels: int = 2) -> dict[str, str]:
-    """Serve ``kernels`` one-release repos with three variants each; their requirements."""
-    deps = {}
-    for i in range(kernels):
-        repo_id = f"kernels-test/faults-{name}-{i}"
-        variants = (CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT)
-        hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=variants, lfs_size=lfs_size),)))
-        deps[repo_id] = ">=1"
-    return deps
-
-
-def all_verified(project: Path) -> bool:
-    lock = read_lockfile(project / "kernels.lock")
-    return all(
-        cache.check_variant(k.repo_id, k.sha, v, h.hash).ok for k in lock.kernels for v, h in k.variants.items()
-    )
-
-
-def snapshot_entries(root: Path) -> list[Path]:
-    return sorted(root.glob("*/snapshots/*/build/*"))
 
 
 def test_download_survives_5xx_resets_cut_bodies_and_stalls(hub_env, proxy, tmp_path) -> None:

@@ -13,16 +13,10 @@ import pytest
 
 from kernel_deps import cache
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
+from tests.fixtures.processes import sigint_as_in_a_terminal
 from tests.fixtures.projects import write_project
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
-
-
-def sigint_as_in_a_terminal() -> None:
-    """In the child, before it runs: Ctrl-C at its default, as a shell in a terminal starts
-    a command, even when the test run itself ignores it (started in the background by a
-    non-interactive shell, or under nohup), since an ignored SIGINT is inherited."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def interrupt(args: list[str], endpoint: str, *, after: float = 0.0, until=None) -> tuple[int, str, float]:

@@ -6,18 +6,20 @@ Every Hub call goes to the local olah Hub over real HTTP; local builds are real 
 
 from __future__ import annotations
 
+import sys
 import warnings
 from pathlib import Path
 
 import pytest
 
 import kernel_deps
-from kernel_deps import get_kernel, get_local_kernel, get_locked_kernel, has_kernel, load_kernel
+from kernel_deps import get_kernel, get_local_kernel, get_locked_kernel, has_kernel, load_kernel, loader
 from kernel_deps.download import download_project
 from kernel_deps.errors import ResolutionError, UsageError
 from kernel_deps.local_kernels import LocalKernelError, LocalKernelWarning
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
+from tests.fixtures.local_builds import write_local_repo
 from tests.fixtures.projects import write_project
 
 
@@ -56,6 +58,63 @@ def test_get_kernel_chooses_a_backend_as_the_hugging_face_library_does(hub_env) 
         assert info.value.message == (
             "backend='metal': this machine's torch runs cpu; pass backend='cpu', or leave it out"
         )
+
+
+# get_kernel(backend="cpu") on a CUDA machine loads the CPU build, as the Hugging Face
+# library does, rather than the CUDA build this machine would otherwise get. The CUDA
+# machine is a synthetic CUDA torch install (a ``torch`` package and its ``.dist-info``, no
+# compiled code) put first on ``sys.path``, which kernel-deps describes from its files, as
+# it describes any torch it has not imported; the real torch is hidden from ``sys.modules``
+# for the test and the process's description is taken afresh before and after it.
+
+
+def _cuda_torch(site: Path) -> Path:
+    """A torch 2.13 + CUDA 12.8 install in ``site``, laid out as its wheel lays it out."""
+    package = site / "torch"
+    package.mkdir(parents=True)
+    info = site / "torch-2.13.0+cu128.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.13.0+cu128\n")
+    (package / "version.py").write_text(
+        "from typing import Optional\n\n"
+        "__version__ = '2.13.0+cu128'\ndebug = False\ncuda: Optional[str] = '12.8'\n"
+        "hip: Optional[str] = None\nrocm: Optional[str] = None\nxpu: Optional[str] = None\n"
+    )
+    (package / "__init__.py").write_text(
+        "from torch.version import __version__\n\n\n"
+        "def compiled_with_cxx11_abi() -> bool:\n    return True\n"
+    )
+    return site
+
+
+@pytest.fixture
+def cuda_machine(tmp_path, monkeypatch):
+    if not sys.platform.startswith("linux") or loader._this_system().arch != "x86_64":
+        pytest.skip("the synthetic torch is a linux x86_64 wheel")
+    for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(_cuda_torch(tmp_path / "cuda-site")))
+    loader._this_system.cache_clear()
+    try:
+        system = loader._this_system()
+        assert (system.backend, system.backend_version) == ("cuda", (12, 8))
+        yield system
+    finally:
+        # Whatever the test imported of the synthetic torch goes (monkeypatch then puts back
+        # the real torch modules it hid), and the real machine is described again.
+        fake = str(tmp_path)
+        for name in [m for m, module in sys.modules.items() if (m == "torch" or m.startswith("torch."))
+                     and (getattr(module, "__file__", None) or "").startswith(fake)]:  # fmt: skip
+            del sys.modules[name]
+        loader._this_system.cache_clear()
+
+
+def test_get_kernel_with_backend_cpu_loads_the_cpu_build_on_a_cuda_machine(hub_env, cuda_machine, monkeypatch) -> None:
+    monkeypatch.delenv("LOCAL_KERNELS", raising=False)
+    repo_id = "kernels-test/backendchoice-both"
+    if repo_id not in hub_env.repos:
+        hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(CUDA_VARIANT, CPU_VARIANT)),)))
+    assert get_kernel(repo_id, version=1, backend="cpu").__kernel_origin__.variant == CPU_VARIANT
 
 
 @pytest.mark.parametrize(
@@ -121,19 +180,6 @@ def test_has_kernel_says_whether_this_machine_has_a_build(hub_env) -> None:
 
 
 # -- local builds -------------------------------------------------------------------------------
-
-
-def write_local_repo(root: Path, tag: str) -> Path:
-    """A kernel repo being developed: a CUDA and a CPU build of a package reporting ``tag``."""
-    for variant in (CUDA_VARIANT, CPU_VARIANT):
-        folder = root / "build" / variant
-        (folder / "layers").mkdir(parents=True)
-        (folder / "__init__.py").write_text(
-            f"from ._ops import where\n__version__ = {tag!r}\nVARIANT = {variant!r}\n"
-        )
-        (folder / "_ops.py").write_text(f"def where():\n    return {variant!r}\n")
-        (folder / "layers" / "__init__.py").write_text("from .._ops import where as layer_where\n")
-    return root
 
 
 def test_get_local_kernel_imports_this_machines_build_with_a_warning(tmp_path) -> None:

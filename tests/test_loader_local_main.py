@@ -17,7 +17,7 @@ import pytest
 
 import kernel_deps
 from tests.fixtures.builder import CPU_VARIANT
-from tests.test_loader_api import write_local_repo
+from tests.fixtures.local_builds import write_local_repo
 
 REPO_ID = "kernels-test/local-main"
 WARNING = "LocalKernelWarning: {label}: loading the local build in {folder}, not a locked and verified kernel"

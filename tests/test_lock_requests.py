@@ -16,6 +16,7 @@ from kernel_deps.errors import HubError
 from kernel_deps.hub import HubClient
 from kernel_deps.locking import lock_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, DEFAULT_VARIANTS, METAL_VARIANT, KernelRepo, Release
+from tests.fixtures.faultproxy import by_kind
 from tests.fixtures.projects import write_project
 
 
@@ -24,20 +25,6 @@ def add_kernels(hub_env, prefix: str, count: int, **release) -> list[str]:
     for name in names:
         hub_env.add_repo(KernelRepo(name, (Release("1.0.0", **release), Release("1.1.0", **release))))
     return names
-
-
-def by_kind(proxy) -> dict[str, int]:
-    """Requests by kind. A listing of a whole commit (``tree/<commit>``) is answered by olah
-    through a redirect to ``tree/<commit>/``: that second request is counted as ``slash``
-    (the Hub answers the first one itself)."""
-    counts = {"refs": 0, "tree": 0, "slash": 0, "file": 0, "other": 0}
-    for (_, path), n in proxy.counts.items():
-        if "/tree/" in path and path.endswith("/"):
-            kind = "slash"
-        else:
-            kind = "refs" if path.endswith("/refs") else "tree" if "/tree/" in path else "file" if "/resolve/" in path else "other"
-        counts[kind] += n
-    return counts
 
 
 def test_a_lock_lists_each_repo_and_commit_once_and_reads_each_metadata_once(hub_env, proxy, tmp_path) -> None:

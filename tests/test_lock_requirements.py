@@ -19,7 +19,7 @@ from kernel_deps.pyproject import read_requirements
 from kernel_deps.sync import check_sync
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
-from tests.test_machine_output import validated
+from tests.fixtures.schemas import validated
 
 ACTIVATION = "kernels-test/activation"
 LAYER_NORM = "kernels-test/layer-norm"

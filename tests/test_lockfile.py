@@ -40,6 +40,7 @@ from kernel_deps.locking import diff_locks
 from tests.fixtures.builder import (
     CPU_VARIANT,
     CUDA_VARIANT,
+    ROTARY,
     STABLE_ABI_VARIANT,
     UNIVERSAL_VARIANT,
     BuiltRepo,
@@ -48,12 +49,7 @@ from tests.fixtures.builder import (
     build_repo,
     git_blob_id,
 )
-
-EXAMPLE = Path(__file__).parent / "fixtures" / "kernels.lock.example"
-SHA_A = "d08b90c89de2" + "0" * 28
-SHA_B = "f7b77ea076aa" + "1" * 28
-HASH_A = "sha256-" + "a" * 64
-HASH_B = "sha256-" + "b" * 64
+from tests.fixtures.locks import DROP, HASH_A, HASH_B, SHA_A, SHA_B, entries_with, example_text
 
 
 def kernel(repo_id: str = "kernels-test/activation", **changes: Any) -> LockedKernel:
@@ -67,10 +63,6 @@ def kernel(repo_id: str = "kernels-test/activation", **changes: Any) -> LockedKe
     }
     fields.update(changes)
     return LockedKernel(**fields)
-
-
-def example_text() -> str:
-    return EXAMPLE.read_text(encoding="utf-8")
 
 
 # --- the model -------------------------------------------------------------------------
@@ -174,36 +166,6 @@ def test_a_dependency_without_an_entry_is_named_where_the_file_lists_it() -> Non
 
 
 # --- strict parse ------------------------------------------------------------------------
-
-ROTARY = "kernels-test/rotary"
-DROP = object()
-
-
-def entries_with(index: int = 1, **changes: Any) -> list[Any]:
-    """Two valid entries (activation depends on rotary), the one at ``index`` changed."""
-    entries: list[Any] = [
-        {
-            "repo_id": "kernels-test/activation",
-            "sha": SHA_A,
-            "variants": {UNIVERSAL_VARIANT: {"hash": HASH_A, "hash_type": "git_lfs_concat"}},
-            "version": "v1.1.0",
-            "requirement": ">=1.1",
-            "dependencies": [ROTARY],
-        },
-        {
-            "repo_id": ROTARY,
-            "sha": SHA_B,
-            "variants": {UNIVERSAL_VARIANT: {"hash": HASH_B, "hash_type": "git_lfs_concat"}},
-            "version": "v2.0.0",
-            "dependencies": [],
-        },
-    ]
-    for key, value in changes.items():
-        if value is DROP:
-            del entries[index][key]
-        else:
-            entries[index][key] = value
-    return entries
 
 
 def variant_with(**changes: Any) -> dict[str, Any]:

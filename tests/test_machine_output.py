@@ -9,7 +9,6 @@ progress bar, colour) runs it as a real process, on a pseudo-terminal or piped.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import pty
 import struct
@@ -28,9 +27,9 @@ from kernel_deps.lockfile import read_lockfile
 from tests.fixtures.builder import CPU_VARIANT
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
+from tests.fixtures.schemas import SCHEMAS, load_schema, validated
 
 KERNELS = str(Path(sys.executable).with_name("kernels"))
-SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 DEPS = '"kernels-test/layer-norm" = ">=0.2"\n"kernels-test/flash" = 1'
 
 
@@ -68,18 +67,6 @@ def on_terminal(*args: str, stdout_piped: bool = False, **env: str) -> tuple[int
     if stdout_piped:
         return process.wait(timeout=300), shown, process.stdout.read().decode()
     return process.wait(timeout=300), shown
-
-
-def validated(result: CliResult | subprocess.CompletedProcess, schema: str) -> dict:
-    """The command's stdout, parsed and valid against docs/schemas/<schema>.schema.json."""
-    payload = json.loads(result.stdout)
-    errors = sorted(Draft202012Validator(load_schema(schema)).iter_errors(payload), key=str)
-    assert not errors, f"{schema}: {[e.message for e in errors]}\n{result.stdout}"
-    return payload
-
-
-def load_schema(name: str) -> dict:
-    return json.loads((SCHEMAS / f"{name}.schema.json").read_text())
 
 
 def json_commands() -> list[str]:

@@ -8,9 +8,6 @@ the project's requirement, and checks what `kernels lock`, `lock --check` and
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +20,7 @@ from kernel_deps.sync import check_sync, entry_satisfies
 from kernel_deps.verify import verify_project
 from tests.fixtures.builder import KernelRepo, Release, commit_release, update_major_branches
 from tests.fixtures.cli import CliResult, run_kernels
+from tests.fixtures.peers import lock_with_kernels_016
 from tests.fixtures.projects import write_project
 
 
@@ -214,32 +212,6 @@ def test_outdated_shows_upgrades_newer_releases_and_moved_branches(hub_env, tmp_
     assert {k["repo_id"]: k["upgradable"] for k in data["kernels"]} == {branchy: True, ranged: True}
     # Reading only: the lock did not move.
     assert lock_project(project, write=False).up_to_date
-
-
-KERNELS_016 = Path(sys.prefix) / "compat" / "kernels-0.16"
-
-
-def lock_with_kernels_016(project: Path) -> bytes:
-    """Lock ``project`` with the real kernels 0.16 code; returns the lock's bytes.
-
-    Its `kernels lock` command imports `cryptography` (for signatures) at start-up, so the
-    lock is made as that command does it: `get_kernel_locks` for each dependency, then
-    `json.dump` of the dataclasses with indent 2.
-    """
-    assert (KERNELS_016 / "kernels" / "lockfile.py").is_file(), f"kernels 0.16 is not in {KERNELS_016}; run 'make'"
-    code = (
-        "import dataclasses, json, pathlib, sys, tomllib\n"
-        "from kernels.lockfile import get_kernel_locks\n"
-        "project = pathlib.Path(sys.argv[1])\n"
-        "deps = tomllib.loads((project / 'pyproject.toml').read_text())['tool']['kernels']['dependencies']\n"
-        "locks = [dataclasses.asdict(get_kernel_locks(k, v)) for k, v in deps.items()]\n"
-        "(project / 'kernels.lock').write_text(json.dumps(locks, indent=2))\n"
-    )
-    # kernels 0.16 with telemetry off sends a User-Agent the huggingface_hub 2.x client refuses.
-    env = {**os.environ, "PYTHONPATH": str(KERNELS_016), "HF_HUB_DISABLE_TELEMETRY": "0"}
-    result = subprocess.run([sys.executable, "-c", code, str(project)], env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return (project / "kernels.lock").read_bytes()
 
 
 def test_a_kernels_016_lock_is_downloaded_verified_and_loaded_as_it_is(hub_env, tmp_path) -> None:

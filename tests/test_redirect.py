@@ -16,7 +16,7 @@ from kernel_deps.verify import verify_project
 from tests.fixtures.builder import BuiltRepo, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
-from tests.test_machine_output import validated
+from tests.fixtures.schemas import validated
 
 OLD, NEW = "kernels-test/redirect-old", "kernels-test/redirect-new"
 PARENT = "kernels-test/redirect-parent"

@@ -185,6 +185,35 @@ def test_after_a_conflict_the_newest_versions_that_fit_are_kept(hub_env, tmp_pat
     assert _locked_versions(project, names) == {"a": "v3.0.0", "b": "v1.0.0", "c": "v2.0.0"}
 
 
+# c (pinned by commit) needs a 1.0.0, which accepts any b. Choosing a before c would take
+# a 3.0.0, which needs b <3, pick b 2.0.0 under it, and keep b there once c sends a back
+# to 1.0.0: an older b than needed. A kernel the project pins by revision has one possible
+# commit, so it is settled first, and its kernel-depends narrow the others before they are chosen.
+REVISION_FIRST = {
+    "a": {"1.0.0": [("b", ">=1")], "3.0.0": [("b", "<3")]},
+    "b": {"1.0.0": [("a", "==1.0.0")], "2.0.0": [("a", "<3")], "3.0.0": []},
+    "c": {"3.0.0": [("a", "==1.0.0")]},
+}
+
+
+def test_a_kernel_pinned_by_commit_is_settled_first_and_the_others_get_their_newest_fit(hub_env, tmp_path) -> None:
+    names = _build(hub_env, "order-revision", REVISION_FIRST)
+    commits = {kernel: hub_env.repos[repo_id].commits for kernel, repo_id in names.items()}
+    a, c = names["a"], names["c"]
+    commit = commits["c"]["3.0.0"]
+    project = write_project(tmp_path / "app", f'"{c}" = {{ revision = "{commit}" }}\n"{a}" = ">=1"')
+
+    result = run_kernels("lock", str(project))
+
+    assert result.returncode == 0, result.stderr
+    lock = read_lockfile(project / "kernels.lock")
+    assert {k: (lock.get(r).version, lock.get(r).sha) for k, r in names.items()} == {
+        "a": ("v1.0.0", commits["a"]["1.0.0"]),
+        "b": ("v3.0.0", commits["b"]["3.0.0"]),
+        "c": ("v3.0.0", commit),
+    }
+
+
 # Kernels that require each other: while backtracking, resolvelib drops the requirements
 # that tied b and d to the project, and building its answer then followed b and d's
 # requirements on each other forever (RecursionError). The project needs only a and c.

@@ -14,22 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.cached_project import write_cached_project
-
-KERNELS = str(Path(sys.executable).with_name("kernels"))
-HEAVY = ("huggingface_hub", "torch")
-
-
-def imported_modules(*args: str, env_extra: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, set[str]]:
-    """Run ``kernels *args`` with import timing on; the result and every module it imported."""
-    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1", **(env_extra or {})}
-    result = subprocess.run([KERNELS, *args], capture_output=True, text=True, env=env, timeout=120)
-    modules = {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
-    assert "kernel_deps.cli" in modules, result.stderr[-2000:]
-    return result, modules
-
-
-def top_level(modules: set[str]) -> set[str]:
-    return {name.split(".")[0] for name in modules}
+from tests.fixtures.processes import HEAVY, imported_modules, top_level
 
 
 def test_help_imports_neither_huggingface_hub_nor_torch() -> None:

@@ -101,7 +101,7 @@ def test_tree_without_a_lock_is_one_line(hub_env, tmp_path) -> None:
 
 def test_tree_is_offline_and_imports_neither_huggingface_hub_nor_torch(tmp_path) -> None:
     from tests.fixtures.cached_project import write_cached_project
-    from tests.test_startup import HEAVY, imported_modules, top_level
+    from tests.fixtures.processes import HEAVY, imported_modules, top_level
 
     env = {"HF_HUB_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "KERNELS_CACHE": ""}
     project = write_cached_project(tmp_path / "app", tmp_path / "cache")

@@ -52,17 +52,17 @@ EQUIVALENT_FILE = ROOT / "tools" / "mutation_equivalent.toml"
 # Each core module and the test files that exercise it, pure modules first (they are cheap:
 # no Hub, no subprocess), then the ones whose tests start the local Hub.
 MODULE_TESTS: dict[str, list[str]] = {
-    "hashing": ["tests/test_hashing.py", "tests/test_hash_of_a_changing_file.py"],
+    "hashing": ["tests/test_hashing.py"],
     "variants": ["tests/test_variants.py", "tests/test_variant_preference.py", "tests/test_variant_names.py"],
     "spec": ["tests/test_spec.py", "tests/test_requirement_limits.py", "tests/test_requirement_messages.py"],
     "lockfile": ["tests/test_lockfile.py", "tests/test_requirement_limits.py", "tests/test_lock_messages.py",
                  "tests/test_lockfile_redirects.py"],
     "verify": ["tests/test_verify.py", "tests/test_verify_online_variants.py", "tests/test_verify_cache_errors.py",
                "tests/test_verify_reports.py", "tests/test_targets.py", "tests/test_hostile.py", "tests/test_redirect.py"],
-    "resolver": ["tests/test_lock.py", "tests/test_pins.py", "tests/test_targets.py", "tests/test_resolver_choices.py",
-                 "tests/test_redirect.py", "tests/test_hostile.py", "tests/test_resolver_names.py",
-                 "tests/test_resolver_target_messages.py", "tests/test_resolver_conflicts.py",
-                 "tests/test_resolver_order.py", "tests/test_resolver_requests.py"],
+    "resolver": ["tests/test_resolver_cases.py", "tests/test_lock.py", "tests/test_pins.py", "tests/test_targets.py",
+                 "tests/test_resolver_choices.py", "tests/test_redirect.py", "tests/test_hostile.py",
+                 "tests/test_resolver_names.py", "tests/test_resolver_target_messages.py",
+                 "tests/test_resolver_conflicts.py", "tests/test_resolver_requests.py"],
     "cache": ["tests/test_download_fs.py", "tests/test_verify.py", "tests/test_verify_cache_errors.py",
               "tests/test_cache_layout.py", "tests/test_hostile.py",
               "tests/test_cache_checks.py", "tests/test_cache_downloads.py", "tests/test_cache_metadata.py"],
@@ -71,7 +71,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                  "tests/test_download_edges.py"],
     "loader": ["tests/test_loader_verified.py", "tests/test_loader_entry_points.py", "tests/test_redirect.py",
                "tests/test_loader.py", "tests/test_loader_api.py", "tests/test_loader_embedded_lookup.py",
-               "tests/test_loader_hf_calls.py", "tests/test_loader_backend_choice.py"],
+               "tests/test_loader_hf_calls.py"],
 }
 
 # Tests left out of a module's run because they cannot pass under mutmut: they assert the

@@ -3,8 +3,10 @@
 Each catalogue has 3 or 4 kernels with 2 or 3 of the versions 1.0.0, 2.0.0 and 3.0.0,
 each version requiring some of the other kernels with a random range, and a project
 requiring most of them. ``kernel_deps.resolver.resolve`` runs on it with the catalogue
-held in memory (refs and kernel-depends, what the Hub index would give), and every
-answer is judged against all possible sets of pins:
+held in memory (refs and kernel-depends, what the Hub index would give:
+``tests/fixtures/memory_index.py``, which the resolver's case files in
+``tests/resolver_cases/`` use too), and every answer is judged against all possible sets
+of pins:
 
 - **unmet**: a lock where some locked kernel's kernel-depends is not met (a dependency
   missing, or locked at a version its range excludes);
@@ -25,14 +27,13 @@ unmet), 2162 conflicts (14 of them after too many rounds; 12 false) and no crash
 from __future__ import annotations
 
 import argparse
-import hashlib
 import itertools
 import random
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from packaging.version import Version  # noqa: E402
 
@@ -40,42 +41,15 @@ from resolvelib.resolvers import ResolverException  # noqa: E402
 
 from kernel_deps.errors import ResolutionError  # noqa: E402
 from kernel_deps.resolver import resolve  # noqa: E402
-from kernel_deps.spec import KernelRequirement, requirement_from_value  # noqa: E402
-from kernel_deps.versions import GitRef  # noqa: E402
+from kernel_deps.spec import requirement_from_value  # noqa: E402
+from tests.fixtures.memory_index import CatalogueIndex  # noqa: E402
 
 NAMES = ("org/a", "org/b", "org/c", "org/d")
 VERSIONS = ("1.0.0", "2.0.0", "3.0.0")
 RANGES = (">=1,<2", ">=2", "<3", ">=1", "==1.0.0", "==2.0.0", ">=3")
 
-# kernel -> version -> [(dependency, range)]
+# kernel -> version -> [(dependency, range)]: the short form of tests.fixtures.memory_index's catalogue.
 Catalogue = dict[str, dict[str, list[tuple[str, str]]]]
-
-
-def commit_of(repo_id: str, version: str) -> str:
-    return hashlib.sha1(f"{repo_id} {version}".encode()).hexdigest()
-
-
-@dataclass
-class _Refs:
-    refs: list[GitRef]
-
-
-class CatalogueIndex:
-    """What the resolver asks the Hub index, answered from a catalogue in memory."""
-
-    def __init__(self, catalogue: Catalogue) -> None:
-        self.catalogue = catalogue
-        self.by_commit = {commit_of(k, v): (k, v) for k, versions in catalogue.items() for v in versions}
-
-    def refs(self, repo_id: str) -> _Refs:
-        return _Refs([GitRef(f"v{v}", "tag", commit_of(repo_id, v)) for v in self.catalogue[repo_id]])
-
-    def dependencies(self, repo_id: str, commit: str) -> tuple[KernelRequirement, ...]:
-        kernel, version = self.by_commit[commit]
-        return tuple(requirement_from_value(dep, spec) for dep, spec in self.catalogue[kernel][version])
-
-    def prefetch(self, requirements, pick) -> None:
-        """Nothing to fetch ahead: every answer is in memory."""
 
 
 def random_catalogue(rng: random.Random) -> tuple[Catalogue, list[tuple[str, str]]]:
