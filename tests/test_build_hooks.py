@@ -25,10 +25,10 @@ import pytest
 
 from kernel_deps import loader
 from kernel_deps.build_hooks import ALLOW_STALE_ENV, BuildLock, StaleLockError, lock_for_build
-from kernel_deps.download import download_project
+from kernel_deps.commands.download import download_project
 from kernel_deps.errors import LockfileError, PyprojectError, UsageError
 from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock
-from kernel_deps.locking import lock_project
+from kernel_deps.commands.lock import lock_project
 from kernel_deps.spec import parse_requirement
 from tests.conftest import HubWorld
 from tests.fixtures.projects import write_project

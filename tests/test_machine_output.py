@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator
 from kernel_deps import cache
 from kernel_deps.cli import main as cli_main
 from kernel_deps.lockfile import read_lockfile
-from tests.fixtures.builder import CPU_VARIANT
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 
@@ -181,9 +181,108 @@ def test_add_and_remove_json_is_the_lock_summary(hub_env, project) -> None:
     added = kernels("add", "kernels-test/rotary>=1,<2", str(project), "--json")
     assert added.returncode == 0, added.stderr
     summary = validated(added, "lock")
-    assert summary["written"] is True and any(line.startswith("+ kernels-test/rotary") for line in summary["changes"])
+    assert summary["written"] is True and any(
+        (c["action"], c["repo_id"], c["from"]) == ("added", "kernels-test/rotary", None) for c in summary["changes"]
+    )
     removed = validated(kernels("remove", "kernels-test/rotary", str(project), "--json"), "lock")
     assert "kernels-test/rotary" not in [k["repo_id"] for k in removed["kernels"]]
+
+
+def test_lock_json_tells_changes_and_notes_as_records(hub_env, tmp_path) -> None:
+    held, odd_repo = "kernels-test/records-held", "kernels-test/records-odd-folder"
+    odd = "torch213-cxx11-hpu10-x86_64-linux"
+    files = (("__init__.py", b"", False), ("metadata.json", b"{}\n", False))
+    # v1.1.0 has no CPU build: a CPU target holds the kernel at v1.0.0.
+    built = hub_env.add_repo(KernelRepo(held, (Release("1.0.0"), Release("1.1.0", variants=(CUDA_VARIANT,)))))
+    odd_built = hub_env.add_repo(
+        KernelRepo(odd_repo, (Release("1.0.0", variants=(CPU_VARIANT,), custom_variants=((odd, files),)),))
+    )
+    deps = f'"{held}" = ">=1,<2"\n"{odd_repo}" = ">=1"'
+    project = write_project(tmp_path / "app", deps, extra=f'[tool.kernels]\ntargets = ["{CPU_VARIANT}"]\n\n')
+
+    first = validated(kernels("lock", "--json", str(project)), "lock")
+
+    commit, odd_commit = built.commits["1.0.0"], odd_built.commits["1.0.0"]
+    assert first["changes"] == [
+        {"action": "added", "repo_id": held, "from": None, "to": {"version": "v1.0.0", "commit": commit}},
+        {"action": "added", "repo_id": odd_repo, "from": None, "to": {"version": "v1.0.0", "commit": odd_commit}},
+    ]
+    assert first["notes"] == [
+        {
+            "kind": "held-back", "repo_id": held, "locked": {"version": "v1.0.0", "commit": commit},
+            "passed_over": [{"version": "v1.1.0", "commit": built.commits["1.1.0"], "missing_targets": [CPU_VARIANT]}],
+        },
+        {
+            "kind": "skipped-build-folders", "repo_id": odd_repo,
+            "locked": {"version": "v1.0.0", "commit": odd_commit}, "folders": [odd],
+        },
+    ]  # fmt: skip
+
+    write_project(project, f'"{held}" = "==1.0.0"', extra=f'[tool.kernels]\ntargets = ["{CPU_VARIANT}"]\n\n')
+    second = validated(kernels("lock", "--json", str(project)), "lock")
+    pin = {"version": "v1.0.0", "commit": commit}
+    assert second["changes"] == [
+        {"action": "requirement-changed", "repo_id": held, "from": pin, "to": pin,
+         "requirement": {"from": "<2,>=1", "to": "==1.0.0"}},
+        {"action": "removed", "repo_id": odd_repo, "from": {"version": "v1.0.0", "commit": odd_commit}, "to": None},
+    ]  # fmt: skip
+    assert second["schema_version"] == load_schema("lock")["properties"]["schema_version"]["const"]
+
+
+def test_a_conflict_in_json_carries_its_causes_as_records(hub_env, tmp_path) -> None:
+    child, parent = "kernels-test/records-conflict-child", "kernels-test/records-conflict-parent"
+    hub_env.add_repo(KernelRepo(child, (Release("1.0.0"), Release("1.1.0"))))
+    hub_env.add_repo(KernelRepo(parent, (Release("1.0.0", depends=((child, ">=2"),)),)))
+    project = write_project(tmp_path / "app", f'"{parent}" = ">=1"\n"{child}" = ">=1"')
+
+    result = kernels("lock", "--json", str(project))
+
+    assert result.returncode == 1
+    payload = validated(result, "error")
+    assert payload["conflict"]["causes"] == [
+        {"repo_id": child, "requirement": ">=1", "required_by": None},
+        {"repo_id": child, "requirement": ">=2", "required_by": {"repo_id": parent, "version": "1.0.0"}},
+    ]
+    assert payload["conflict"]["versions"] == [{"repo_id": child, "tags": ["v1.1.0", "v1.0.0"], "branches": ["v1"]}]
+    assert payload["conflict"]["requester"] == "project"
+    assert payload["error"] == result.stderr.removeprefix("error: ").removesuffix("\n")  # the same text, told once
+    assert not (project / "kernels.lock").exists()
+
+
+def test_each_command_called_from_python_returns_a_report_whose_json_is_its_schema(hub_env, project, tmp_path) -> None:
+    from kernel_deps.commands.download import download_project
+    from kernel_deps.commands.edit import add_kernel, remove_kernel
+    from kernel_deps.commands.export import export_project
+    from kernel_deps.commands.lock import lock_project
+    from kernel_deps.commands.outdated import outdated_project
+    from kernel_deps.commands.tree import tree_project
+    from kernel_deps.commands.verify import verify_project
+    from kernel_deps.commands.versions import list_versions
+
+    def valid(report, schema: str) -> dict:
+        payload = json.loads(json.dumps(report.to_json()))  # what --json prints, read back
+        errors = sorted(Draft202012Validator(load_schema(schema)).iter_errors(payload), key=str)
+        assert not errors, f"{schema}: {[e.message for e in errors]}"
+        return payload
+
+    assert valid(lock_project(project, write=False), "lock")["up_to_date"] is True
+    added = add_kernel(project, "kernels-test/rotary>=1,<2")
+    assert (added.action, added.repo_id, added.requirement) == ("add", "kernels-test/rotary", ">=1,<2")
+    assert [c["action"] for c in valid(added, "lock")["changes"]] == ["added"]
+    removed = remove_kernel(project, "kernels-test/rotary")
+    assert [c["action"] for c in valid(removed, "lock")["changes"]] == ["removed"]
+    downloaded = valid(download_project(project), "download")
+    assert downloaded["lockfile"] == str(project / "kernels.lock") and downloaded["downloaded"] > 0
+    assert valid(verify_project(project, require_cached=True), "verify")["ok"] is True
+    assert valid(outdated_project(project), "outdated")["lockfile"] == str(project / "kernels.lock")
+    assert {n["repo_id"] for n in valid(tree_project(project), "tree")["kernels"]} == {
+        "kernels-test/layer-norm", "kernels-test/flash"
+    }
+    assert [v["name"] for v in valid(list_versions("kernels-test/flash"), "versions")["versions"]] == ["v2", "v1"]
+    out = tmp_path / "theirs.lock"
+    exported = export_project(project, "kernels-0.16", output=out)
+    assert exported.output == out and out.read_text() == exported.text
+    assert exported.kernels == len(read_lockfile(project / "kernels.lock").kernels)
 
 
 def test_a_stale_lock_check_is_json_and_exit_1(hub_env, project) -> None:

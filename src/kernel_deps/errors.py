@@ -8,6 +8,9 @@ no error, whatever text from a lower layer it quotes, holds a URL's user-info or
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Sequence
+
 from kernel_deps.redaction import redact, shown_url
 
 
@@ -88,8 +91,84 @@ class LockfileError(UsageError):
     """``kernels.lock`` is unreadable or malformed; the message names the bad entry and key."""
 
 
+@dataclass(frozen=True, slots=True)
+class ConflictCause:
+    """One requirement in a conflict, and who asked for it (resolvelib's ``(requirement, parent)``)."""
+
+    repo_id: str
+    requirement: str  # as written: a range, a major, or revision=...
+    shown: str  # the requirement for people, e.g. ``org/x 1 (branch v1)``
+    required_by: str | None  # the kernel that asks; None for the project (or the call) itself
+    required_by_version: str | None = None  # that kernel's version (or short commit)
+
+    def to_json(self) -> dict:
+        parent = None if self.required_by is None else {"repo_id": self.required_by, "version": self.required_by_version}
+        return {"repo_id": self.repo_id, "requirement": self.requirement, "required_by": parent}
+
+
+@dataclass(frozen=True, slots=True)
+class OfferedVersions:
+    """The versions a repo in a conflict offers: its ``vX.Y.Z`` tags and ``vN`` branches, newest first."""
+
+    repo_id: str
+    tags: tuple[str, ...]
+    branches: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {"repo_id": self.repo_id, "tags": list(self.tags), "branches": list(self.branches)}
+
+
 class ResolutionError(KernelDepsError):
-    """The requirements cannot all be satisfied; the message says who asked for what."""
+    """The requirements cannot all be satisfied; the message says who asked for what.
+
+    A version conflict also carries it as records: ``causes`` (each requirement and who
+    asked), ``offered`` (the versions each repo has), ``requester`` (who asked for the
+    top-level requirements) and ``hint`` (what to change); see :meth:`conflict`.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        causes: tuple[ConflictCause, ...] = (),
+        offered: tuple[OfferedVersions, ...] = (),
+        requester: str = "project",
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.causes = causes
+        self.offered = offered
+        self.requester = requester
+        self.hint = hint
+
+    @classmethod
+    def conflict(
+        cls, causes: Sequence[ConflictCause], offered: Sequence[OfferedVersions], *, requester: str, hint: str
+    ) -> ResolutionError:
+        """A version conflict, its message told from its records as ``pdm`` tells resolvelib's causes:
+        one line per cause (``<requirement> (from <parent or the requester>)``), the versions each
+        repo offers, then the hint."""
+        lines = ["cannot find versions that satisfy every requirement:"]
+        for cause in causes:
+            parent = requester if cause.required_by is None else f"{cause.required_by} {cause.required_by_version}"
+            lines.append(f"  {cause.shown} (from {parent})")
+        for found in offered:
+            branches = f" (branches {', '.join(found.branches)})" if found.branches else ""
+            lines.append(f"  versions of {found.repo_id}: {', '.join(found.tags) or 'none'}{branches}")
+        lines.append(f"hint: {hint}")
+        return cls("\n".join(lines), causes=tuple(causes), offered=tuple(offered), requester=requester, hint=hint)
+
+    def to_json(self) -> dict | None:
+        """The conflict's records for an error's JSON document (docs/schemas/error.schema.json); None when
+        the error is not a version conflict."""
+        if not self.causes:
+            return None
+        return {
+            "causes": [cause.to_json() for cause in self.causes],
+            "versions": [found.to_json() for found in self.offered],
+            "requester": self.requester,
+            "hint": self.hint,
+        }
 
 
 class InvalidKernelMetadataError(KernelDepsError):

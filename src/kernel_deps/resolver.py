@@ -8,7 +8,8 @@ A locked pin is a candidate of its own, offered first: the locked commit with th
 name the lock recorded, whether or not that branch or tag still points at it. So a pin
 moves only when it no longer satisfies the requirement, or when ``--upgrade`` /
 ``--upgrade-package`` drops it. A conflict is raised as
-:class:`~kernel_deps.errors.ResolutionError` listing who required what.
+:class:`~kernel_deps.errors.ResolutionError` carrying resolvelib's causes as records
+(who required what, the versions that exist) and its message told from them.
 
 With deployment targets declared (:mod:`kernel_deps.targets`), a candidate is acceptable
 only when its variants serve every target. Candidates are then judged lazily, in order,
@@ -28,7 +29,7 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 from resolvelib.resolvers import RequirementInformation
 from resolvelib.resolvers import Resolution as Search
 
-from kernel_deps.errors import ResolutionError, RevisionNotFoundError, UsageError
+from kernel_deps.errors import ConflictCause, OfferedVersions, ResolutionError, RevisionNotFoundError, UsageError
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.targets import Target, missing_targets
 from kernel_deps.versions import GitRef, KernelVersion, locked_ref, parse_version_ref, satisfies, versions_from_refs
@@ -287,7 +288,9 @@ def resolve(
             state = Search(provider, BaseReporter()).resolve(requirements, max_rounds=max_rounds)
         except ResolutionImpossible as exc:
             unserved = explain_unserved_targets(exc.causes, provider) if targets else None
-            raise ResolutionError(unserved or explain_conflict(exc.causes, index, requester)) from None
+            if unserved is not None:
+                raise ResolutionError(unserved) from None
+            raise explain_conflict(exc.causes, index, requester) from None
         except ResolutionTooDeep:
             asked = ", ".join(sorted({r.repo_id for r in requirements}))
             raise ResolutionError(
@@ -390,23 +393,35 @@ def _cause_line(info: RequirementInformation, requester: Requester = PROJECT) ->
     return f"{info.requirement.describe()} (from {parent})"
 
 
+def conflict_cause(info: RequirementInformation) -> ConflictCause:
+    """resolvelib's ``(requirement, parent)`` as a record."""
+    parent = info.parent
+    return ConflictCause(
+        repo_id=info.requirement.repo_id,
+        requirement=info.requirement.text,
+        shown=info.requirement.describe(),
+        required_by=parent.repo_id if parent is not None else None,
+        required_by_version=parent.label if parent is not None else None,
+    )
+
+
 def explain_conflict(
     causes: Sequence[RequirementInformation], index: KernelIndex, requester: Requester = PROJECT
-) -> str:
-    """One readable message: each requirement with who asked for it, and what exists."""
-    lines = ["cannot find versions that satisfy every requirement:"]
-    lines += [f"  {_cause_line(info, requester)}" for info in causes]
+) -> ResolutionError:
+    """The conflict as records: each requirement with who asked for it, and what exists."""
+    offered = []
     for repo_id in sorted({info.requirement.repo_id for info in causes}):
         try:
             refs = index.refs(repo_id).refs
         except Exception:  # noqa: BLE001 - the conflict is the news; availability is a hint
             continue
         versions = versions_from_refs(refs)
-        tags = ", ".join(v.ref.name for v in versions if not v.is_branch) or "none"
-        branches = ", ".join(v.ref.name for v in versions if v.is_branch)
-        lines.append(f"  versions of {repo_id}: {tags}" + (f" (branches {branches})" if branches else ""))
-    lines.append(f"hint: {requester.relax}")
-    return "\n".join(lines)
+        tags = tuple(v.ref.name for v in versions if not v.is_branch)
+        branches = tuple(v.ref.name for v in versions if v.is_branch)
+        offered.append(OfferedVersions(repo_id, tags, branches))
+    return ResolutionError.conflict(
+        [conflict_cause(info) for info in causes], offered, requester=requester.name, hint=requester.relax
+    )
 
 
 def reject_unknown_upgrades(upgrade_packages: Iterable[str], known: Iterable[str]) -> None:
