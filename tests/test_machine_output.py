@@ -249,6 +249,23 @@ def test_a_conflict_in_json_carries_its_causes_as_records(hub_env, tmp_path) -> 
     assert not (project / "kernels.lock").exists()
 
 
+def test_a_target_no_version_serves_is_told_in_json_as_records(hub_env, tmp_path) -> None:
+    repo_id = "kernels-test/records-unserved"
+    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(CPU_VARIANT,)),)))
+    targets = f'[tool.kernels]\ntargets = ["{CUDA_VARIANT}"]\n\n'
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', extra=targets)
+
+    result = kernels("lock", "--json", str(project))
+
+    assert result.returncode == 1
+    conflict = validated(result, "error")["conflict"]
+    assert conflict["causes"] == [{"repo_id": repo_id, "requirement": ">=1", "required_by": None}]
+    assert conflict["unserved"] == [
+        {"version": "v1.0.0", "commit": built.commits["1.0.0"], "missing_targets": [CUDA_VARIANT],
+         "offers": [CPU_VARIANT]},
+    ]  # fmt: skip
+
+
 def test_each_command_called_from_python_returns_a_report_whose_json_is_its_schema(hub_env, project, tmp_path) -> None:
     from kernel_deps.commands.download import download_project
     from kernel_deps.commands.edit import add_kernel, remove_kernel

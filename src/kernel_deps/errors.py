@@ -102,7 +102,9 @@ class ConflictCause:
     required_by_version: str | None = None  # that kernel's version (or short commit)
 
     def to_json(self) -> dict:
-        parent = None if self.required_by is None else {"repo_id": self.required_by, "version": self.required_by_version}
+        parent = None
+        if self.required_by is not None:
+            parent = {"repo_id": self.required_by, "version": self.required_by_version}
         return {"repo_id": self.repo_id, "requirement": self.requirement, "required_by": parent}
 
 
@@ -116,6 +118,29 @@ class OfferedVersions:
 
     def to_json(self) -> dict:
         return {"repo_id": self.repo_id, "tags": list(self.tags), "branches": list(self.branches)}
+
+
+@dataclass(frozen=True, slots=True)
+class UnservedCandidate:
+    """A version in range that misses a declared deployment target, and the builds it has."""
+
+    version: str  # its tag or branch (or short commit)
+    commit: str
+    missing_targets: tuple[str, ...]
+    offers: tuple[str, ...]  # its build variants
+
+    def to_json(self) -> dict:
+        return {"version": self.version, "commit": self.commit, "missing_targets": list(self.missing_targets),
+                "offers": list(self.offers)}  # fmt: skip
+
+
+# How many of the newest versions in range an unservable target's message describes.
+UNSERVED_SHOWN = 3
+
+
+def _asker(cause: ConflictCause, requester: str) -> str:
+    """Who asked, for a message: the parent kernel and its version, or the requester."""
+    return requester if cause.required_by is None else f"{cause.required_by} {cause.required_by_version}"
 
 
 class ResolutionError(KernelDepsError):
@@ -134,12 +159,14 @@ class ResolutionError(KernelDepsError):
         offered: tuple[OfferedVersions, ...] = (),
         requester: str = "project",
         hint: str | None = None,
+        unserved: tuple[UnservedCandidate, ...] = (),
     ) -> None:
         super().__init__(message)
         self.causes = causes
         self.offered = offered
         self.requester = requester
         self.hint = hint
+        self.unserved = unserved
 
     @classmethod
     def conflict(
@@ -149,18 +176,34 @@ class ResolutionError(KernelDepsError):
         one line per cause (``<requirement> (from <parent or the requester>)``), the versions each
         repo offers, then the hint."""
         lines = ["cannot find versions that satisfy every requirement:"]
-        for cause in causes:
-            parent = requester if cause.required_by is None else f"{cause.required_by} {cause.required_by_version}"
-            lines.append(f"  {cause.shown} (from {parent})")
+        lines += [f"  {cause.shown} (from {_asker(cause, requester)})" for cause in causes]
         for found in offered:
             branches = f" (branches {', '.join(found.branches)})" if found.branches else ""
             lines.append(f"  versions of {found.repo_id}: {', '.join(found.tags) or 'none'}{branches}")
         lines.append(f"hint: {hint}")
         return cls("\n".join(lines), causes=tuple(causes), offered=tuple(offered), requester=requester, hint=hint)
 
+    @classmethod
+    def targets_unserved(
+        cls, repo_id: str, causes: Sequence[ConflictCause], candidates: Sequence[UnservedCandidate], *, hint: str
+    ) -> ResolutionError:
+        """No version of ``repo_id`` that ``causes`` allow serves every deployment target: the
+        causes on one line, then the newest of those versions with what each misses and offers."""
+        asked = "; ".join(f"{c.shown} (from {_asker(c, 'project')})" for c in causes)
+        lines = [f"no version of {repo_id} allowed by {asked} has a build for every deployment target:"]
+        for c in candidates[:UNSERVED_SHOWN]:
+            offers = ", ".join(c.offers) or "no builds"
+            missed = ", ".join(c.missing_targets)
+            lines.append(f"  {c.version} ({c.commit[:12]}): no build for {missed}; offers {offers}")
+        if len(candidates) > UNSERVED_SHOWN:
+            older = len(candidates) - UNSERVED_SHOWN
+            lines.append(f"  ... and {older} older versions in range, none serving every target")
+        lines.append(f"hint: {hint}")
+        return cls("\n".join(lines), causes=tuple(causes), hint=hint, unserved=tuple(candidates))
+
     def to_json(self) -> dict | None:
         """The conflict's records for an error's JSON document (docs/schemas/error.schema.json); None when
-        the error is not a version conflict."""
+        the error is not a conflict told by its causes."""
         if not self.causes:
             return None
         return {
@@ -168,6 +211,7 @@ class ResolutionError(KernelDepsError):
             "versions": [found.to_json() for found in self.offered],
             "requester": self.requester,
             "hint": self.hint,
+            "unserved": [candidate.to_json() for candidate in self.unserved],
         }
 
 

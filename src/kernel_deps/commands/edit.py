@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Callable
 from kernel_deps import atomicfile
 from kernel_deps.commands.lock import LockReport, lock_while_editing
 from kernel_deps.projectedit import editing
-from kernel_deps.pyproject import add_requirement, project_from_text, read_pyproject_text, remove_requirement, targets_from_text
+from kernel_deps.pyproject import (
+    add_requirement,
+    project_from_text,
+    read_pyproject_text,
+    remove_requirement,
+    targets_from_text,
+)
 from kernel_deps.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
 from kernel_deps.spec import parse_add_argument
 

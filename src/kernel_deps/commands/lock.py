@@ -410,10 +410,13 @@ def diff_locks(old: Lockfile | None, new: Lockfile) -> list[LockChange]:
                 # A new commit is expected to change hashes; the same commit is not.
                 changes.append(LockChange("variant-hash-changed", repo_id, *pins, variant=name))
         if a.requirement != b.requirement:
-            changes.append(LockChange("requirement-changed", repo_id, *pins, requirement=(a.requirement, b.requirement)))
-        changes += [LockChange("dependency-added", repo_id, *pins, dependency=d) for d in b.dependencies if d not in a.dependencies]
+            requirement = (a.requirement, b.requirement)
+            changes.append(LockChange("requirement-changed", repo_id, *pins, requirement=requirement))
+        added = [d for d in b.dependencies if d not in a.dependencies]
+        dropped = [d for d in a.dependencies if d not in b.dependencies]
+        changes += [LockChange("dependency-added", repo_id, *pins, dependency=d) for d in added]
         changes += _requirement_changes(repo_id, a, b, pins)
-        changes += [LockChange("dependency-removed", repo_id, *pins, dependency=d) for d in a.dependencies if d not in b.dependencies]
+        changes += [LockChange("dependency-removed", repo_id, *pins, dependency=d) for d in dropped]
     return changes
 
 
