@@ -266,40 +266,96 @@ def test_a_target_no_version_serves_is_told_in_json_as_records(hub_env, tmp_path
     ]  # fmt: skip
 
 
-def test_each_command_called_from_python_returns_a_report_whose_json_is_its_schema(hub_env, project, tmp_path) -> None:
-    from kernel_deps.commands.download import download_project
-    from kernel_deps.commands.edit import add_kernel, remove_kernel
-    from kernel_deps.commands.export import export_project
+def _lock_report(project: Path) -> tuple[object, str]:
     from kernel_deps.commands.lock import lock_project
-    from kernel_deps.commands.outdated import outdated_project
-    from kernel_deps.commands.tree import tree_project
+
+    report = lock_project(project, write=False)
+    assert report.up_to_date and not report.written
+    return report, "lock"
+
+
+def _add_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.edit import add_kernel
+
+    report = add_kernel(project, "kernels-test/rotary>=1,<2")
+    assert (report.action, report.repo_id, report.requirement) == ("add", "kernels-test/rotary", ">=1,<2")
+    assert [(c.action, c.repo_id) for c in report.lock.changes] == [("added", "kernels-test/rotary")]
+    return report, "lock"
+
+
+def _remove_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.edit import remove_kernel
+
+    report = remove_kernel(project, "kernels-test/flash")
+    assert ("removed", "kernels-test/flash") in [(c.action, c.repo_id) for c in report.lock.changes]
+    return report, "lock"
+
+
+def _download_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.download import download_project
+
+    report = download_project(project)
+    assert report.lockfile == project / "kernels.lock" and report.fetched
+    return report, "download"
+
+
+def _verify_report(project: Path) -> tuple[object, str]:
     from kernel_deps.commands.verify import verify_project
+
+    report = verify_project(project)
+    assert report.ok
+    return report, "verify"
+
+
+def _outdated_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.outdated import outdated_project
+
+    report = outdated_project(project)
+    assert [k.repo_id for k in report.kernels] == list(read_lockfile(project / "kernels.lock").repo_ids)
+    return report, "outdated"
+
+
+def _tree_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.tree import tree_project
+
+    report = tree_project(project)
+    assert {node.repo_id for node in report.roots} == {"kernels-test/layer-norm", "kernels-test/flash"}
+    return report, "tree"
+
+
+def _versions_report(project: Path) -> tuple[object, str]:
     from kernel_deps.commands.versions import list_versions
 
-    def valid(report, schema: str) -> dict:
-        payload = json.loads(json.dumps(report.to_json()))  # what --json prints, read back
-        errors = sorted(Draft202012Validator(load_schema(schema)).iter_errors(payload), key=str)
-        assert not errors, f"{schema}: {[e.message for e in errors]}"
-        return payload
+    report = list_versions("kernels-test/flash")
+    assert [v.ref for v in report.versions] == ["v2", "v1"]
+    return report, "versions"
 
-    assert valid(lock_project(project, write=False), "lock")["up_to_date"] is True
-    added = add_kernel(project, "kernels-test/rotary>=1,<2")
-    assert (added.action, added.repo_id, added.requirement) == ("add", "kernels-test/rotary", ">=1,<2")
-    assert [c["action"] for c in valid(added, "lock")["changes"]] == ["added"]
-    removed = remove_kernel(project, "kernels-test/rotary")
-    assert [c["action"] for c in valid(removed, "lock")["changes"]] == ["removed"]
-    downloaded = valid(download_project(project), "download")
-    assert downloaded["lockfile"] == str(project / "kernels.lock") and downloaded["downloaded"] > 0
-    assert valid(verify_project(project, require_cached=True), "verify")["ok"] is True
-    assert valid(outdated_project(project), "outdated")["lockfile"] == str(project / "kernels.lock")
-    assert {n["repo_id"] for n in valid(tree_project(project), "tree")["kernels"]} == {
-        "kernels-test/layer-norm", "kernels-test/flash"
-    }
-    assert [v["name"] for v in valid(list_versions("kernels-test/flash"), "versions")["versions"]] == ["v2", "v1"]
+
+@pytest.mark.parametrize(
+    "call",
+    [_lock_report, _add_report, _remove_report, _download_report, _verify_report, _outdated_report, _tree_report,
+     _versions_report],
+    ids=["lock", "add", "remove", "download", "verify", "outdated", "tree", "versions"],
+)  # fmt: skip
+def test_a_command_called_from_python_returns_a_report_whose_json_is_its_schema(hub_env, project, call) -> None:
+    report, schema = call(project)
+
+    payload = json.loads(json.dumps(report.to_json()))  # what --json prints, read back
+    errors = sorted(Draft202012Validator(load_schema(schema)).iter_errors(payload), key=str)
+    assert not errors, f"{schema}: {[e.message for e in errors]}"
+    assert payload["schema_version"] == load_schema(schema)["properties"]["schema_version"]["const"]
+
+
+def test_export_called_from_python_returns_its_report_and_writes_the_file(hub_env, project, tmp_path) -> None:
+    from kernel_deps.commands.export import export_project
+
     out = tmp_path / "theirs.lock"
-    exported = export_project(project, "kernels-0.16", output=out)
-    assert exported.output == out and out.read_text() == exported.text
-    assert exported.kernels == len(read_lockfile(project / "kernels.lock").kernels)
+    report = export_project(project, "kernels-0.16", output=out)
+
+    assert (report.output, report.format, report.lockfile) == (out, "kernels-0.16", project / "kernels.lock")
+    assert out.read_text() == report.text
+    assert report.kernels == len(read_lockfile(project / "kernels.lock").kernels)
+    assert export_project(project, "kernels-0.17").output is None  # no file: the caller shows the text
 
 
 def test_a_stale_lock_check_is_json_and_exit_1(hub_env, project) -> None:
