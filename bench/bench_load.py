@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 from kernel_deps import cache, load_kernel
-from kernel_deps.download import download_project
+from kernel_deps.commands.download import download_project
 from kernel_deps.hub import HubClient
-from kernel_deps.locking import lock_project
+from kernel_deps.commands.lock import lock_project
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release, build_repo
 from tests.fixtures.localhub import LocalHub
 

@@ -16,7 +16,7 @@ import pytest
 from filelock import FileLock
 
 from kernel_deps import cache
-from kernel_deps.download import download_project
+from kernel_deps.commands.download import download_project
 from kernel_deps.errors import HubUnavailableError
 from kernel_deps.hub import HubClient
 from kernel_deps.lockfile import read_lockfile

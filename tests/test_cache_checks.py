@@ -15,7 +15,7 @@ import pytest
 from kernel_deps import cache, load_kernel
 from kernel_deps.errors import KernelIntegrityError
 from kernel_deps.lockfile import read_lockfile
-from kernel_deps.verify import verify_project
+from kernel_deps.commands.verify import verify_project
 from tests.fixtures.cached_project import COMMIT, REPO_ID, VARIANT
 from tests.fixtures.cli import run_kernels
 

@@ -12,7 +12,7 @@ import pytest
 
 from kernel_deps import cache
 from kernel_deps.lockfile import read_lockfile
-from kernel_deps.locking import lock_project
+from kernel_deps.commands.lock import lock_project
 from tests.fixtures.builder import (
     CPU_VARIANT,
     CUDA_VARIANT,

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from kernel_deps import cache
-from kernel_deps.download import download_project
+from kernel_deps.commands.download import download_project
 from kernel_deps.errors import KernelCacheReadError
 from kernel_deps.lockfile import read_lockfile
-from kernel_deps.locking import lock_project
+from kernel_deps.commands.lock import lock_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project

@@ -16,11 +16,11 @@ import pytest
 from filelock import FileLock
 
 from kernel_deps import cache
-from kernel_deps.download import Progress, VariantTask, check_tree_paths, choose_variants, download_lock, download_project
+from kernel_deps.commands.download import Progress, VariantTask, check_tree_paths, choose_variants, download_lock, download_project
 from kernel_deps.errors import UnsafeRepoContentError
 from kernel_deps.hub import TreeFile
 from kernel_deps.lockfile import LockedKernel, read_lockfile
-from kernel_deps.locking import lock_project
+from kernel_deps.commands.lock import lock_project
 from kernel_deps.variants import system_for_variant
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels

@@ -26,7 +26,7 @@ import pytest
 from kernel_deps import load_kernel
 from kernel_deps.build_hooks import lock_for_build
 from kernel_deps.errors import PendingEditError
-from kernel_deps.locking import edit_and_relock
+from kernel_deps.commands.edit import edit_and_relock
 from kernel_deps.settings import EDIT_JOURNAL_NAME, EDIT_LOCK_NAME
 from kernel_deps.pyproject import add_requirement, read_requirements
 from tests.fixtures.cli import run_kernels

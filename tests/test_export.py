@@ -16,7 +16,7 @@ import pytest
 
 from kernel_deps.compat import to_kernels017
 from kernel_deps.lockfile import read_lockfile
-from kernel_deps.locking import lock_project
+from kernel_deps.commands.lock import lock_project
 from tests.fixtures.builder import KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.peers import env_with_peer, lock_with_kernels_016

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernel_deps import cache
-from kernel_deps.download import download_project
+from kernel_deps.commands.download import download_project
 from kernel_deps.errors import HubUnavailableError
 from kernel_deps.hub import HubClient
 from kernel_deps.lockfile import read_lockfile

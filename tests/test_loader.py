@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from kernel_deps import cache, get_kernel, get_locked_kernel, load_kernel
-from kernel_deps.download import download_project
+from kernel_deps.commands.download import download_project
 from kernel_deps.loader import (
     KernelImportError,
     KernelIntegrityError,

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from kernel_deps import load_kernel
-from kernel_deps.download import download_project
-from kernel_deps.locking import lock_project
+from kernel_deps.commands.download import download_project
+from kernel_deps.commands.lock import lock_project
 from tests.fixtures.img2gray_kernel import REPO_ID, cpu_variant_name, reference_img2gray
 
 

@@ -11,7 +11,8 @@ import pytest
 from kernel_deps.errors import ResolutionError
 from kernel_deps.hub import HubClient
 from kernel_deps.lockfile import Lockfile
-from kernel_deps.locking import lock_project
+from kernel_deps.commands.lock import lock_project
+from kernel_deps.render import change_line
 from tests.fixtures.builder import KernelRepo, Release, git_blob_id
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
@@ -178,7 +179,7 @@ def test_relock_after_new_upstream_tag_changes_nothing_until_upgraded(hub_env, t
     upgraded = lock_project(project, upgrade_packages=["kernels-test/lock-moving"])
     assert entry(upgraded.lock, "kernels-test/lock-moving").sha == built.commits["1.1.0"]
     assert entry(upgraded.lock, "kernels-test/rotary") == entry(first.lock, "kernels-test/rotary")
-    assert any("kernels-test/lock-moving" in line and "v1.1.0" in line for line in upgraded.changes)
+    assert any("kernels-test/lock-moving" in line and "v1.1.0" in line for line in map(change_line, upgraded.changes))
 
 
 def test_upgrade_releases_every_pin(hub_env, tmp_path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lockfile
-from kernel_deps.locking import lock_project
+from kernel_deps.commands.lock import lock_project
 from kernel_deps.pyproject import read_requirements
 from kernel_deps.sync import check_sync
 from tests.fixtures.cli import CliResult, run_kernels

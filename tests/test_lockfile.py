@@ -36,7 +36,8 @@ from kernel_deps.lockfile import (
     requirement_from_text,
     write_lockfile,
 )
-from kernel_deps.locking import diff_locks
+from kernel_deps.commands.lock import diff_locks
+from kernel_deps.render import change_line
 from tests.fixtures.builder import (
     CPU_VARIANT,
     CUDA_VARIANT,
@@ -470,14 +471,19 @@ def test_write_into_a_missing_folder_is_a_write_error(tmp_path: Path) -> None:
 # --- diff --------------------------------------------------------------------------------
 
 
+def changed(old, new) -> list[str]:
+    """The lines kernels lock prints for diff_locks' records."""
+    return [change_line(change) for change in diff_locks(old, new)]
+
+
 def test_diff_of_equal_locks_is_empty() -> None:
     lock = Lockfile.from_json(example_text())
-    assert diff_locks(lock, Lockfile.from_json(example_text())) == []
+    assert changed(lock, Lockfile.from_json(example_text())) == []
 
 
 def test_diff_from_nothing_adds_everything() -> None:
     lock = Lockfile(kernels=(kernel(), kernel(ROTARY, sha=SHA_B, version="v2.0.0", requirement=None)))
-    assert diff_locks(None, lock) == [
+    assert changed(None, lock) == [
         "+ kernels-test/activation v1.1.0 (d08b90c89de2)",
         "+ kernels-test/rotary v2.0.0 (f7b77ea076aa)",
     ]
@@ -493,7 +499,7 @@ def test_diff_names_every_kind_of_change() -> None:
             kernel("kernels-test/y", requirement=None),
         )
     )
-    assert diff_locks(old, new) == [
+    assert changed(old, new) == [
         "~ kernels-test/activation v1.1.0 (d08b90c89de2) -> v1.2.0 (f7b77ea076aa)",
         f"~ kernels-test/activation: variant {UNIVERSAL_VARIANT} removed",
         f"~ kernels-test/activation: variant {CPU_VARIANT} added",
@@ -509,24 +515,24 @@ def test_diff_names_every_kind_of_change() -> None:
 def test_diff_of_a_new_commit_does_not_list_expected_hash_changes() -> None:
     old = Lockfile(kernels=(kernel(),))
     new = Lockfile(kernels=(kernel(sha=SHA_B, variants={UNIVERSAL_VARIANT: VariantLock(hash=HASH_B)}),))
-    assert diff_locks(old, new) == ["~ kernels-test/activation v1.1.0 (d08b90c89de2) -> v1.1.0 (f7b77ea076aa)"]
+    assert changed(old, new) == ["~ kernels-test/activation v1.1.0 (d08b90c89de2) -> v1.1.0 (f7b77ea076aa)"]
 
 
 def test_diff_names_what_a_kernel_records_that_it_requires() -> None:
     parent = kernel(dependencies=(ROTARY,), kernel_depends={ROTARY: [">=1"]})
     old = Lockfile(kernels=(parent, kernel(ROTARY)))
     new = Lockfile(kernels=(dataclasses.replace(parent, kernel_depends={ROTARY: [">=1.1", "1"]}), kernel(ROTARY)))
-    assert diff_locks(old, new) == [f"~ kernels-test/activation: requires {ROTARY} '>=1' -> '1' and '>=1.1'"]
+    assert changed(old, new) == [f"~ kernels-test/activation: requires {ROTARY} '>=1' -> '1' and '>=1.1'"]
     older = Lockfile(kernels=(dataclasses.replace(parent, kernel_depends=None), kernel(ROTARY)))
     recorded = f"~ kernels-test/activation: records that it requires {ROTARY} '>=1' (its kernel-depends)"
-    assert diff_locks(older, old) == [recorded]
-    assert diff_locks(old, older) == []  # reading an older lock never asks for less
+    assert changed(older, old) == [recorded]
+    assert changed(old, older) == []  # reading an older lock never asks for less
 
 
 def test_diff_of_requirement_becoming_transitive() -> None:
     old = Lockfile(kernels=(kernel(),))
     new = Lockfile(kernels=(kernel(requirement=None),))
-    assert diff_locks(old, new) == ["~ kernels-test/activation: requirement '>=1.1' -> (none, transitive)"]
+    assert changed(old, new) == ["~ kernels-test/activation: requirement '>=1.1' -> (none, transitive)"]
 
 
 # --- compatibility with the Hugging Face kernels library 0.16 ------------------------------

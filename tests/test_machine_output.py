@@ -24,7 +24,7 @@ from jsonschema import Draft202012Validator
 from kernel_deps import cache
 from kernel_deps.cli import main as cli_main
 from kernel_deps.lockfile import read_lockfile
-from tests.fixtures.builder import CPU_VARIANT
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 from tests.fixtures.schemas import SCHEMAS, load_schema, validated
@@ -168,9 +168,181 @@ def test_add_and_remove_json_is_the_lock_summary(hub_env, project) -> None:
     added = kernels("add", "kernels-test/rotary>=1,<2", str(project), "--json")
     assert added.returncode == 0, added.stderr
     summary = validated(added, "lock")
-    assert summary["written"] is True and any(line.startswith("+ kernels-test/rotary") for line in summary["changes"])
+    assert summary["written"] is True and any(
+        (c["action"], c["repo_id"], c["from"]) == ("added", "kernels-test/rotary", None) for c in summary["changes"]
+    )
     removed = validated(kernels("remove", "kernels-test/rotary", str(project), "--json"), "lock")
     assert "kernels-test/rotary" not in [k["repo_id"] for k in removed["kernels"]]
+
+
+def test_lock_json_tells_changes_and_notes_as_records(hub_env, tmp_path) -> None:
+    held, odd_repo = "kernels-test/records-held", "kernels-test/records-odd-folder"
+    odd = "torch213-cxx11-hpu10-x86_64-linux"
+    files = (("__init__.py", b"", False), ("metadata.json", b"{}\n", False))
+    # v1.1.0 has no CPU build: a CPU target holds the kernel at v1.0.0.
+    built = hub_env.add_repo(KernelRepo(held, (Release("1.0.0"), Release("1.1.0", variants=(CUDA_VARIANT,)))))
+    odd_built = hub_env.add_repo(
+        KernelRepo(odd_repo, (Release("1.0.0", variants=(CPU_VARIANT,), custom_variants=((odd, files),)),))
+    )
+    deps = f'"{held}" = ">=1,<2"\n"{odd_repo}" = ">=1"'
+    project = write_project(tmp_path / "app", deps, extra=f'[tool.kernels]\ntargets = ["{CPU_VARIANT}"]\n\n')
+
+    first = validated(kernels("lock", "--json", str(project)), "lock")
+
+    commit, odd_commit = built.commits["1.0.0"], odd_built.commits["1.0.0"]
+    assert first["changes"] == [
+        {"action": "added", "repo_id": held, "from": None, "to": {"version": "v1.0.0", "commit": commit}},
+        {"action": "added", "repo_id": odd_repo, "from": None, "to": {"version": "v1.0.0", "commit": odd_commit}},
+    ]
+    assert first["notes"] == [
+        {
+            "kind": "held-back", "repo_id": held, "locked": {"version": "v1.0.0", "commit": commit},
+            "passed_over": [{"version": "v1.1.0", "commit": built.commits["1.1.0"], "missing_targets": [CPU_VARIANT]}],
+        },
+        {
+            "kind": "skipped-build-folders", "repo_id": odd_repo,
+            "locked": {"version": "v1.0.0", "commit": odd_commit}, "folders": [odd],
+        },
+    ]  # fmt: skip
+
+    write_project(project, f'"{held}" = "==1.0.0"', extra=f'[tool.kernels]\ntargets = ["{CPU_VARIANT}"]\n\n')
+    second = validated(kernels("lock", "--json", str(project)), "lock")
+    pin = {"version": "v1.0.0", "commit": commit}
+    assert second["changes"] == [
+        {"action": "requirement-changed", "repo_id": held, "from": pin, "to": pin,
+         "requirement": {"from": "<2,>=1", "to": "==1.0.0"}},
+        {"action": "removed", "repo_id": odd_repo, "from": {"version": "v1.0.0", "commit": odd_commit}, "to": None},
+    ]  # fmt: skip
+    assert second["schema_version"] == load_schema("lock")["properties"]["schema_version"]["const"]
+
+
+def test_a_conflict_in_json_carries_its_causes_as_records(hub_env, tmp_path) -> None:
+    child, parent = "kernels-test/records-conflict-child", "kernels-test/records-conflict-parent"
+    hub_env.add_repo(KernelRepo(child, (Release("1.0.0"), Release("1.1.0"))))
+    hub_env.add_repo(KernelRepo(parent, (Release("1.0.0", depends=((child, ">=2"),)),)))
+    project = write_project(tmp_path / "app", f'"{parent}" = ">=1"\n"{child}" = ">=1"')
+
+    result = kernels("lock", "--json", str(project))
+
+    assert result.returncode == 1
+    payload = validated(result, "error")
+    assert payload["conflict"]["causes"] == [
+        {"repo_id": child, "requirement": ">=1", "required_by": None},
+        {"repo_id": child, "requirement": ">=2", "required_by": {"repo_id": parent, "version": "1.0.0"}},
+    ]
+    assert payload["conflict"]["versions"] == [{"repo_id": child, "tags": ["v1.1.0", "v1.0.0"], "branches": ["v1"]}]
+    assert payload["conflict"]["requester"] == "project"
+    assert payload["error"] == result.stderr.removeprefix("error: ").removesuffix("\n")  # the same text, told once
+    assert not (project / "kernels.lock").exists()
+
+
+def test_a_target_no_version_serves_is_told_in_json_as_records(hub_env, tmp_path) -> None:
+    repo_id = "kernels-test/records-unserved"
+    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(CPU_VARIANT,)),)))
+    targets = f'[tool.kernels]\ntargets = ["{CUDA_VARIANT}"]\n\n'
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', extra=targets)
+
+    result = kernels("lock", "--json", str(project))
+
+    assert result.returncode == 1
+    conflict = validated(result, "error")["conflict"]
+    assert conflict["causes"] == [{"repo_id": repo_id, "requirement": ">=1", "required_by": None}]
+    assert conflict["unserved"] == [
+        {"version": "v1.0.0", "commit": built.commits["1.0.0"], "missing_targets": [CUDA_VARIANT],
+         "offers": [CPU_VARIANT]},
+    ]  # fmt: skip
+
+
+def _lock_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.lock import lock_project
+
+    report = lock_project(project, write=False)
+    assert report.up_to_date and not report.written
+    return report, "lock"
+
+
+def _add_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.edit import add_kernel
+
+    report = add_kernel(project, "kernels-test/rotary>=1,<2")
+    assert (report.action, report.repo_id, report.requirement) == ("add", "kernels-test/rotary", ">=1,<2")
+    assert [(c.action, c.repo_id) for c in report.lock.changes] == [("added", "kernels-test/rotary")]
+    return report, "lock"
+
+
+def _remove_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.edit import remove_kernel
+
+    report = remove_kernel(project, "kernels-test/flash")
+    assert ("removed", "kernels-test/flash") in [(c.action, c.repo_id) for c in report.lock.changes]
+    return report, "lock"
+
+
+def _download_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.download import download_project
+
+    report = download_project(project)
+    assert report.lockfile == project / "kernels.lock" and report.fetched
+    return report, "download"
+
+
+def _verify_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.verify import verify_project
+
+    report = verify_project(project)
+    assert report.ok
+    return report, "verify"
+
+
+def _outdated_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.outdated import outdated_project
+
+    report = outdated_project(project)
+    assert [k.repo_id for k in report.kernels] == list(read_lockfile(project / "kernels.lock").repo_ids)
+    return report, "outdated"
+
+
+def _tree_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.tree import tree_project
+
+    report = tree_project(project)
+    assert {node.repo_id for node in report.roots} == {"kernels-test/layer-norm", "kernels-test/flash"}
+    return report, "tree"
+
+
+def _versions_report(project: Path) -> tuple[object, str]:
+    from kernel_deps.commands.versions import list_versions
+
+    report = list_versions("kernels-test/flash")
+    assert [v.ref for v in report.versions] == ["v2", "v1"]
+    return report, "versions"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [_lock_report, _add_report, _remove_report, _download_report, _verify_report, _outdated_report, _tree_report,
+     _versions_report],
+    ids=["lock", "add", "remove", "download", "verify", "outdated", "tree", "versions"],
+)  # fmt: skip
+def test_a_command_called_from_python_returns_a_report_whose_json_is_its_schema(hub_env, project, call) -> None:
+    report, schema = call(project)
+
+    payload = json.loads(json.dumps(report.to_json()))  # what --json prints, read back
+    errors = sorted(Draft202012Validator(load_schema(schema)).iter_errors(payload), key=str)
+    assert not errors, f"{schema}: {[e.message for e in errors]}"
+    assert payload["schema_version"] == load_schema(schema)["properties"]["schema_version"]["const"]
+
+
+def test_export_called_from_python_returns_its_report_and_writes_the_file(hub_env, project, tmp_path) -> None:
+    from kernel_deps.commands.export import export_project
+
+    out = tmp_path / "theirs.lock"
+    report = export_project(project, "kernels-0.16", output=out)
+
+    assert (report.output, report.format, report.lockfile) == (out, "kernels-0.16", project / "kernels.lock")
+    assert out.read_text() == report.text
+    assert report.kernels == len(read_lockfile(project / "kernels.lock").kernels)
+    assert export_project(project, "kernels-0.17").output is None  # no file: the caller shows the text
 
 
 def test_a_stale_lock_check_is_json_and_exit_1(hub_env, project) -> None:

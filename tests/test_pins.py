@@ -14,10 +14,10 @@ import pytest
 
 from kernel_deps.errors import ResolutionError
 from kernel_deps.lockfile import LockedKernel, Lockfile
-from kernel_deps.locking import lock_project
+from kernel_deps.commands.lock import lock_project
 from kernel_deps.spec import parse_requirement
 from kernel_deps.sync import check_sync, entry_satisfies
-from kernel_deps.verify import verify_project
+from kernel_deps.commands.verify import verify_project
 from tests.fixtures.builder import KernelRepo, Release, commit_release, update_major_branches
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.peers import lock_with_kernels_016
@@ -176,7 +176,7 @@ def test_a_revision_pin_by_commit_is_met_by_that_commit_only() -> None:
 def test_outdated_shows_upgrades_newer_releases_and_moved_branches(hub_env, tmp_path) -> None:
     import json
 
-    from kernel_deps.outdated import outdated_project
+    from kernel_deps.commands.outdated import outdated_project
 
     branchy, ranged = "kernels-test/outdated-branch", "kernels-test/outdated-range"
     b = hub_env.add_repo(KernelRepo(branchy, (Release("1.0.0"),)))
@@ -216,7 +216,7 @@ def test_outdated_shows_upgrades_newer_releases_and_moved_branches(hub_env, tmp_
 
 def test_a_kernels_016_lock_is_downloaded_verified_and_loaded_as_it_is(hub_env, tmp_path) -> None:
     from kernel_deps import load_kernel
-    from kernel_deps.download import download_project
+    from kernel_deps.commands.download import download_project
 
     repo_id = "kernels-test/pin-from-kernels-016"  # its own repo: modules stay loaded per process
     hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"), Release("1.1.0"))))
@@ -241,7 +241,7 @@ def test_a_kernels_016_lock_is_downloaded_verified_and_loaded_as_it_is(hub_env, 
     # kernels lock converts it, keeping every pin: changes, not additions.
     outcome = lock_project(project)
     assert outcome.lock.get(repo_id).sha == hub_env.repos[repo_id].branches["v1"]
-    assert outcome.changes and not any(line.startswith("+ ") for line in outcome.changes)
+    assert outcome.changes and not any(change.action == "added" for change in outcome.changes)
 
 
 def test_a_kernels_017_lock_gets_a_clear_message_from_download_verify_and_loader(hub_env, tmp_path) -> None:

@@ -153,7 +153,7 @@ def _message_of(call: Callable[[], object]) -> str:
 
 
 def test_lock_project_errors_hide_the_credentials(hub_env, tmp_path, monkeypatch) -> None:
-    from kernel_deps.locking import lock_project
+    from kernel_deps.commands.lock import lock_project
 
     project = write_project(tmp_path / "app", {MISSING: ">=1"})
     monkeypatch.setenv("HF_TOKEN", TOKEN)
@@ -178,7 +178,7 @@ def test_get_kernel_errors_hide_the_credentials(hub_env, monkeypatch) -> None:
 def test_a_client_given_a_token_and_an_endpoint_hides_both(hub_env, tmp_path) -> None:
     """Secrets passed to the client, not set in the environment, are hidden as well."""
     from kernel_deps.hub import HubClient
-    from kernel_deps.locking import lock_project
+    from kernel_deps.commands.lock import lock_project
 
     project = write_project(tmp_path / "app", {MISSING: ">=1"})
     with EchoHub(418) as echo:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import pytest
 
 from kernel_deps import load_kernel
-from kernel_deps.download import download_project
+from kernel_deps.commands.download import download_project
 from kernel_deps.lockfile import read_lockfile
-from kernel_deps.locking import lock_project
-from kernel_deps.verify import verify_project
+from kernel_deps.commands.lock import lock_project
+from kernel_deps.commands.verify import verify_project
+from kernel_deps.render import note_line
 from tests.fixtures.builder import BuiltRepo, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
@@ -76,7 +77,7 @@ def test_a_dependency_that_redirects_is_followed(moved, tmp_path) -> None:
     assert outcome.lock.repo_ids == tuple(sorted((PARENT, NEW)))
     assert outcome.lock.get(PARENT).dependencies == (NEW,)
     assert outcome.lock.get(NEW).redirected_from == ()  # the parent names NEW in the lock
-    assert outcome.notes == [f"{OLD} redirects to {NEW} (kernel-status.toml on its main branch); locked {NEW}"]
+    assert [note_line(n) for n in outcome.notes] == [f"{OLD} redirects to {NEW} (kernel-status.toml on its main branch); locked {NEW}"]
 
 
 def test_asking_for_a_repo_and_its_redirect_is_bad_input(moved, tmp_path) -> None:
@@ -123,7 +124,7 @@ def test_a_redirect_added_after_locking_moves_nothing_until_upgrade(moved, tmp_p
     upgraded = lock_project(project, upgrade_packages=[later])
     assert upgraded.lock.repo_ids == (NEW,)
     assert upgraded.lock.get(NEW).redirected_from == (later,)
-    assert upgraded.notes == [f"{later} redirects to {NEW} (kernel-status.toml on its main branch); locked {NEW}"]
+    assert [note_line(n) for n in upgraded.notes] == [f"{later} redirects to {NEW} (kernel-status.toml on its main branch); locked {NEW}"]
 
 
 def add_redirect(built: BuiltRepo, destination: str) -> str:

@@ -10,7 +10,8 @@ import pytest
 
 from kernel_deps import cache
 from kernel_deps.lockfile import read_lockfile
-from kernel_deps.locking import lock_project
+from kernel_deps.commands.lock import lock_project
+from kernel_deps.render import note_line
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
@@ -71,7 +72,7 @@ def test_targets_hold_back_a_transitive_kernel_too(hub_env, target_repos, tmp_pa
     outcome = lock_project(project)
     assert outcome.lock.get(DROPPED).version == "v1.1.0"
     assert outcome.lock.get(DROPPED).requirement is None  # only a dependency
-    assert outcome.notes == [f"{DROPPED} v1.1.0 (v1.2.0 has no build for {CUDA_VARIANT})"]
+    assert [note_line(n) for n in outcome.notes] == [f"{DROPPED} v1.1.0 (v1.2.0 has no build for {CUDA_VARIANT})"]
 
 
 def test_an_unservable_target_fails_with_exit_1_and_writes_no_lock(hub_env, target_repos, tmp_path) -> None:
@@ -226,7 +227,7 @@ def test_build_folders_with_names_kernel_deps_cannot_parse_are_listed_as_skipped
 
 
 def test_outdated_offers_only_an_upgrade_that_serves_every_target(hub_env, target_repos, tmp_path) -> None:
-    from kernel_deps.outdated import outdated_project
+    from kernel_deps.commands.outdated import outdated_project
 
     project = project_with_targets(tmp_path / "app", f'"{DROPPED}" = ">=1.0.0,<1.1"', [CUDA_VARIANT])
     lock_project(project)  # v1.0.0

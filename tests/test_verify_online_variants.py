@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kernel_deps.locking import lock_project
-from kernel_deps.verify import HUB_KINDS, verify_project
+from kernel_deps.commands.lock import lock_project
+from kernel_deps.commands.verify import HUB_KINDS, verify_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release
 from tests.fixtures.projects import write_project
 

@@ -57,8 +57,9 @@ MODULE_TESTS: dict[str, list[str]] = {
     "spec": ["tests/test_spec.py", "tests/test_requirement_limits.py", "tests/test_requirement_messages.py"],
     "lockfile": ["tests/test_lockfile.py", "tests/test_requirement_limits.py", "tests/test_lock_messages.py",
                  "tests/test_lockfile_redirects.py"],
-    "verify": ["tests/test_verify.py", "tests/test_verify_online_variants.py", "tests/test_verify_cache_errors.py",
-               "tests/test_verify_reports.py", "tests/test_targets.py", "tests/test_hostile.py", "tests/test_redirect.py"],
+    "commands.verify": ["tests/test_verify.py", "tests/test_verify_online_variants.py",
+                        "tests/test_verify_cache_errors.py", "tests/test_verify_reports.py", "tests/test_targets.py",
+                        "tests/test_hostile.py", "tests/test_redirect.py"],
     "resolver": ["tests/test_resolver_cases.py", "tests/test_lock.py", "tests/test_pins.py", "tests/test_targets.py",
                  "tests/test_resolver_choices.py", "tests/test_redirect.py", "tests/test_hostile.py",
                  "tests/test_resolver_names.py", "tests/test_resolver_target_messages.py",
@@ -66,9 +67,9 @@ MODULE_TESTS: dict[str, list[str]] = {
     "cache": ["tests/test_download_fs.py", "tests/test_verify.py", "tests/test_verify_cache_errors.py",
               "tests/test_cache_layout.py", "tests/test_hostile.py",
               "tests/test_cache_checks.py", "tests/test_cache_downloads.py", "tests/test_cache_metadata.py"],
-    "download": ["tests/test_download.py", "tests/test_download_fs.py", "tests/test_download_choices.py",
-                 "tests/test_targets.py", "tests/test_hostile.py", "tests/test_cache_downloads.py",
-                 "tests/test_download_edges.py"],
+    "commands.download": ["tests/test_download.py", "tests/test_download_fs.py", "tests/test_download_choices.py",
+                          "tests/test_targets.py", "tests/test_hostile.py", "tests/test_cache_downloads.py",
+                          "tests/test_download_edges.py"],
     "loader": ["tests/test_loader_verified.py", "tests/test_loader_entry_points.py", "tests/test_redirect.py",
                "tests/test_loader.py", "tests/test_loader_api.py", "tests/test_loader_embedded_lookup.py",
                "tests/test_loader_hf_calls.py"],
@@ -155,7 +156,7 @@ def message_only_mutants(mutated_file: Path) -> set[str]:
 
 
 def _mutant_names(folder: Path, module: str) -> list[str]:
-    meta = folder / "mutants" / "src" / "kernel_deps" / f"{module}.py.meta"
+    meta = _meta_path(folder, module)
     return sorted(json.loads(meta.read_text())["exit_code_by_key"])
 
 
@@ -179,7 +180,7 @@ def run_module(
     (folder / "pyproject.toml").write_text(
         "[tool.mutmut]\n"
         'source_paths = ["src/kernel_deps"]\n'
-        f'only_mutate = ["src/kernel_deps/{module}.py"]\n'
+        f'only_mutate = ["src/kernel_deps/{_module_file(module)}"]\n'
         f'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"{deselect}]\n'
         f"pytest_add_cli_args_test_selection = [{selection}]\n"
     )
@@ -211,8 +212,13 @@ def run_module(
     return folder
 
 
+def _module_file(module: str) -> str:
+    """A module's file under src/kernel_deps/: ``commands.verify`` -> ``commands/verify.py``."""
+    return module.replace(".", "/") + ".py"
+
+
 def _meta_path(folder: Path, module: str) -> Path:
-    return folder / "mutants" / "src" / "kernel_deps" / f"{module}.py.meta"
+    return folder / "mutants" / "src" / "kernel_deps" / f"{_module_file(module)}.meta"
 
 
 def _codes(folder: Path, module: str) -> dict[str, int | None]:
@@ -221,7 +227,7 @@ def _codes(folder: Path, module: str) -> dict[str, int | None]:
 
 def tally(module: str, folder: Path, equivalent: dict[str, str]) -> Tally:
     """Sort one module's mutants into killed, survived, equivalent and message-only."""
-    mutated = folder / "mutants" / "src" / "kernel_deps" / f"{module}.py"
+    mutated = folder / "mutants" / "src" / "kernel_deps" / _module_file(module)
     codes: dict[str, int | None] = json.loads(Path(f"{mutated}.meta").read_text())["exit_code_by_key"]
     messages = {f"kernel_deps.{module}.{name}" for name in message_only_mutants(mutated)}
     result = Tally(module)

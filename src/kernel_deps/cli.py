@@ -12,8 +12,8 @@ import click
 
 from kernel_deps import __version__
 from kernel_deps.entry import interrupted
-from kernel_deps.errors import KernelDepsError, UsageError
-from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.errors import KernelDepsError, ResolutionError, UsageError
+from kernel_deps.render import change_line, note_line, short
 
 _PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -67,9 +67,17 @@ def _colour(text: str, **style) -> str:
     return text if os.environ.get("NO_COLOR") else click.style(text, **style)
 
 
+# docs/schemas/error.schema.json's version; see docs/ci.md
+ERROR_SCHEMA_VERSION = 2
+
+
 def _error_payload(exc: KernelDepsError) -> dict:
     """What a --json command prints instead of its report (docs/schemas/error.schema.json)."""
-    return {"ok": False, "error": exc.message, "exit_code": exc.exit_code}
+    payload = {"schema_version": ERROR_SCHEMA_VERSION, "ok": False, "error": exc.message, "exit_code": exc.exit_code}
+    conflict = exc.to_json() if isinstance(exc, ResolutionError) else None
+    if conflict is not None:
+        payload["conflict"] = conflict
+    return payload
 
 
 def _exit_on_error(exc: KernelDepsError, *, as_json: bool) -> NoReturn:
@@ -231,19 +239,11 @@ def main_own_commands() -> None:
 @_QUIET_OPTION
 def versions(repo_id: str, as_json: bool, quiet: bool) -> None:
     """List the versions (tags vX.Y.Z and branches vN) a kernel repo offers, newest first."""
-    from kernel_deps.listing import list_versions
+    from kernel_deps.commands.versions import list_versions
 
     listing = list_versions(repo_id)
     if as_json:
-        payload = {
-            "repo_id": listing.repo_id,
-            "repo_type": listing.repo_type,
-            "versions": [
-                {"name": v.ref, "kind": v.kind, "version": v.version, "commit": v.commit, "variants": v.variants}
-                for v in listing.versions
-            ],
-        }
-        click.echo(json.dumps(payload, indent=2))
+        _echo_json(listing.to_json())
         return
     if _quiet():
         return
@@ -258,6 +258,10 @@ def versions(repo_id: str, as_json: bool, quiet: bool) -> None:
     _echo_table(rows)
 
 
+def _echo_json(payload: dict) -> None:
+    click.echo(json.dumps(payload, indent=2))
+
+
 def _echo_table(rows: list[tuple[str, ...]]) -> None:
     """Columns aligned by their widest cell, two spaces apart; the last one left ragged."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
@@ -265,61 +269,49 @@ def _echo_table(rows: list[tuple[str, ...]]) -> None:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
 
 
-def _render_outcome(outcome, *, as_json: bool, check: bool, quiet: bool = False) -> None:
-    name = outcome.path.name
+def _render_lock(report, *, as_json: bool, check: bool, quiet: bool = False) -> None:
+    """A lock report (also add's and remove's relock): --json, lock --check's verdict, or the changes."""
+    name = report.path.name
+    changes = [change_line(change) for change in report.changes]
+    notes = [note_line(note) for note in report.notes]
     if as_json:
-        payload = {
-            "lockfile": str(outcome.path),
-            "up_to_date": outcome.up_to_date,
-            "written": outcome.written,
-            "changes": outcome.changes,
-            "notes": outcome.notes,
-            "targets": [t.name for t in outcome.targets],
-            "uncovered_targets": [{"repo_id": p.repo_id, "target": p.expected} for p in outcome.uncovered],
-            "converted_from": outcome.converted_from,
-            "problems": [{"kind": p.kind, "repo_id": p.repo_id, "message": p.message} for p in outcome.problems],
-            "kernels": [
-                {"repo_id": k.repo_id, "version": k.version, "sha": k.sha, "variants": len(k.variants)}
-                for k in outcome.lock.kernels
-            ],
-        }
-        click.echo(json.dumps(payload, indent=2))
+        _echo_json(report.to_json())
     elif check:
-        if outcome.up_to_date:
+        if report.up_to_date:
             if not quiet:
-                click.echo(f"{name} is up to date ({len(outcome.lock.kernels)} kernels)")
+                click.echo(f"{name} is up to date ({len(report.lock.kernels)} kernels)")
         else:
-            why = "is missing" if outcome.previous is None and not outcome.path.exists() else "is out of date"
+            why = "is out of date" if report.existed else "is missing"
             # What the prior lock breaks: a requirement, a dependency's pin, a target added since.
-            for problem in (*outcome.problems, *outcome.uncovered):
+            for problem in (*report.problems, *report.uncovered):
                 click.echo(problem.message, err=True)
-            click.echo(f"{name} {why}; run 'kernels lock' to update it{':' if outcome.changes else ''}", err=True)
-            for line in outcome.changes:
+            click.echo(f"{name} {why}; run 'kernels lock' to update it{':' if changes else ''}", err=True)
+            for line in changes:
                 click.echo(f"  {line}", err=True)
-        for line in outcome.notes:
+        for line in notes:
             click.echo(f"note: {line}", err=True)
     elif not quiet:
-        if outcome.converted_from is not None:
-            verb = "Converted" if outcome.written else "Would convert"
+        if report.converted_from is not None:
+            verb = "Converted" if report.written else "Would convert"
             click.echo(
-                f"{verb} {name} from the {outcome.converted_from} format to kernel-deps' "
+                f"{verb} {name} from the {report.converted_from} format to kernel-deps' "
                 "(its pins are kept; 'kernels export' writes the old format again)"
             )
-        for line in outcome.changes:
+        for line in changes:
             click.echo(line)
-        if not outcome.changes and not outcome.up_to_date:  # offline: why it would change, not how
-            for problem in outcome.problems:
+        if not changes and not report.up_to_date:  # offline: why it would change, not how
+            for problem in report.problems:
                 click.echo(problem.message)
-        for line in outcome.notes:
+        for line in notes:
             click.echo(f"note: {line}")
-        if outcome.written:
+        if report.written:
             state = f"wrote {name}"
-        elif outcome.up_to_date:
+        elif report.up_to_date:
             state = f"{name} is up to date"
         else:
             state = f"would update {name} (dry run: nothing written)"
-        click.echo(f"Locked {len(outcome.lock.kernels)} kernels; {state}")
-    if check and not outcome.up_to_date:
+        click.echo(f"Locked {len(report.lock.kernels)} kernels; {state}")
+    if check and not report.up_to_date:
         sys.exit(1)
 
 
@@ -337,12 +329,12 @@ def lock(
     quiet: bool,
 ) -> None:
     """Resolve [tool.kernels.dependencies] into kernels.lock (commits and variant hashes)."""
-    from kernel_deps.locking import lock_project
+    from kernel_deps.commands.lock import lock_project
 
     if check and dry_run:
         raise UsageError("--check and --dry-run exclude each other; pass one of them")
     write = not (check or dry_run)
-    outcome = lock_project(
+    report = lock_project(
         project_dir,
         upgrade=upgrade,
         upgrade_packages=upgrade_packages,
@@ -350,7 +342,7 @@ def lock(
         notice=_notice(),
         explain_offline=not write,
     )
-    _render_outcome(outcome, as_json=as_json, check=check, quiet=_quiet())
+    _render_lock(report, as_json=as_json, check=check, quiet=_quiet())
 
 
 @main.command()
@@ -361,41 +353,15 @@ def lock(
               help="Write to FILE instead of stdout ('-': stdout); not the project's kernels.lock or pyproject.toml.")
 def export(project_dir: Path, format_name: str, output: Path | None) -> None:
     """Write kernels.lock in the format of another tool (commit pins, transitive kernels included)."""
-    from kernel_deps.compat import export_lock
-    from kernel_deps.lockfile import lock_path
+    from kernel_deps.commands.export import export_project
 
     if output is not None and str(output) == "-":
         output = None
-    if output is not None:
-        _refuse_a_project_file(output, project_dir)
-    text, lock = export_lock(lock_path(project_dir), format_name)
-    if output is None:
-        click.echo(text)
+    report = export_project(project_dir, format_name, output=output)
+    if report.output is None:
+        click.echo(report.text)
         return
-    from kernel_deps.atomicfile import write_text
-
-    write_text(output, text)
-    click.echo(f"Wrote {output} ({format_name} format, {len(lock.kernels)} kernels)", err=True)
-
-
-def _refuse_a_project_file(output: Path, project_dir: Path) -> None:
-    """UsageError when ``output`` is one of the files kernel-deps keeps in ``project_dir``, by
-    whatever name: relative, through a symlink (the write lands at its target), or another
-    hard link to the same file."""
-    for name in (LOCK_NAME, PYPROJECT_NAME, EDIT_JOURNAL_NAME):
-        own = project_dir / name
-        if os.path.realpath(output) == os.path.realpath(own) or _same_existing_file(output, own):
-            raise UsageError(
-                f"--output {output} is the project's own {own}, which export would overwrite with another "
-                "tool's format; name another file, or '-' for stdout"
-            )
-
-
-def _same_existing_file(one: Path, other: Path) -> bool:
-    try:
-        return os.path.samefile(one, other)
-    except OSError:  # one of them does not exist (yet): not the same file
-        return False
+    click.echo(f"Wrote {report.output} ({report.format} format, {report.kernels} kernels)", err=True)
 
 
 def _project_argument(positional: Path | None, option: Path | None) -> Path:
@@ -426,30 +392,13 @@ def add(requirement: str, project_dir: Path | None, legacy_project: Path | None,
     one, the newest release's major series is taken (>=X.Y.Z,<X+1).
     """
     project_dir = _project_argument(project_dir, legacy_project)
-    from kernel_deps.hub import HubClient
-    from kernel_deps.listing import requirement_for_newest
-    from kernel_deps.locking import edit_and_relock
-    from kernel_deps.pyproject import add_requirement, targets_from_text
-    from kernel_deps.spec import parse_add_argument
+    from kernel_deps.commands.edit import add_kernel
 
-    repo_id, asked = parse_add_argument(requirement)
-    source = str(project_dir / PYPROJECT_NAME)
-    chosen = []
-
-    def edit(text: str) -> str:  # under the project's edit lock: the newest fit for the targets of this text
-        value = asked
-        if value is None:
-            value = requirement_for_newest(repo_id, hub=hub, targets=targets_from_text(text, source=source))
-        chosen.append(value)
-        return add_requirement(text, repo_id, value, source=source)
-
-    hub = HubClient()
-    with hub.operation():  # one time budget for the look-up and the relock
-        outcome = edit_and_relock(project_dir, edit, hub=hub, notice=_notice())
+    report = add_kernel(project_dir, requirement, notice=_notice())
     if not (as_json or _quiet()):
-        value = chosen[-1]
-        click.echo(f"Added {repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
-    _render_outcome(outcome, as_json=as_json, check=False, quiet=_quiet())
+        value = report.requirement
+        click.echo(f"Added {report.repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
+    _render_lock(report.lock, as_json=as_json, check=False, quiet=_quiet())
 
 
 @main.command()
@@ -461,22 +410,18 @@ def add(requirement: str, project_dir: Path | None, legacy_project: Path | None,
 def remove(repo_id: str, project_dir: Path | None, legacy_project: Path | None, as_json: bool, quiet: bool) -> None:
     """Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock."""
     project_dir = _project_argument(project_dir, legacy_project)
-    from kernel_deps.locking import edit_and_relock
-    from kernel_deps.pyproject import remove_requirement
+    from kernel_deps.commands.edit import remove_kernel
 
-    source = str(project_dir / PYPROJECT_NAME)
-    outcome = edit_and_relock(
-        project_dir, lambda text: remove_requirement(text, repo_id, source=source), notice=_notice()
-    )
+    report = remove_kernel(project_dir, repo_id, notice=_notice())
     if not (as_json or _quiet()):
         click.echo(f"Removed {repo_id}")
-    _render_outcome(outcome, as_json=as_json, check=False, quiet=_quiet())
+    _render_lock(report.lock, as_json=as_json, check=False, quiet=_quiet())
 
 
 def _download_progress(quiet: bool, lines: bool = True):
     """Progress for a download: a bar only on a terminal; a line per variant on stdout
     unless ``lines`` is off (--json, whose stdout is the report); messages on stderr."""
-    from kernel_deps.download import Progress
+    from kernel_deps.commands.download import Progress
 
     class Lines(Progress):
         def variant_done(self, task, *, cached, files, size):
@@ -530,7 +475,7 @@ def download(
     quiet: bool,
 ) -> None:
     """Fetch exactly what kernels.lock pins into the Hugging Face cache, verified."""
-    from kernel_deps.download import download_project
+    from kernel_deps.commands.download import download_project
 
     progress = _download_progress(_quiet(), lines=not as_json)
     report = download_project(
@@ -538,27 +483,7 @@ def download(
         progress=progress,
     )  # fmt: skip
     if as_json:
-        payload = {
-            "lockfile": str(project_dir / LOCK_NAME),
-            "cache": str(report.cache_root),
-            "downloaded": len(report.fetched),
-            "already_cached": len(report.already_cached),
-            "files": report.files_fetched,
-            "bytes": report.bytes_fetched,
-            "variants": [
-                {
-                    "repo_id": o.task.kernel.repo_id,
-                    "commit": o.task.kernel.sha,
-                    "variant": o.task.variant,
-                    "hash": o.task.kernel.variants[o.task.variant].hash,
-                    "state": "cached" if o.cached else "downloaded",
-                    "files": o.files,
-                    "bytes": o.size,
-                }
-                for o in report.outcomes
-            ],
-        }
-        click.echo(json.dumps(payload, indent=2))
+        _echo_json(report.to_json())
     elif not _quiet():
         click.echo(
             f"{len(report.fetched) + len(report.already_cached)} variants present and verified "
@@ -590,27 +515,13 @@ def verify(
     quiet: bool,
 ) -> None:
     """Check that pyproject.toml, kernels.lock and the cache agree (no network unless --online)."""
-    from dataclasses import asdict
-
-    from kernel_deps.verify import FILE_KINDS, verify_project
+    from kernel_deps.commands.verify import FILE_KINDS, verify_project
 
     report = verify_project(
         project_dir, online=online, require_cached=require_cached, targets=targets, all_targets=all_targets
     )
     if as_json:
-        payload = {
-            "ok": report.ok,
-            "lockfile": str(report.lockfile),
-            "online": report.online,
-            "kernels": report.kernels,
-            "problems": [asdict(problem) for problem in report.problems],
-            "notices": [asdict(notice) for notice in report.notices],
-            "verified": [
-                {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash, "path": str(c.path)}
-                for c in report.verified
-            ],
-        }
-        click.echo(json.dumps(payload, indent=2))
+        _echo_json(report.to_json())
     else:
         for notice in () if _quiet() else report.notices:
             click.echo(f"{_colour('note:', fg='yellow')} {notice.message}")
@@ -643,23 +554,20 @@ def verify(
 @click.option("--exit-code", is_flag=True, help="Exit 1 when any pin has drifted (for CI).")
 def outdated(project_dir: Path, as_json: bool, quiet: bool, exit_code: bool) -> None:
     """Show, per locked kernel, what --upgrade would take, newer releases and moved refs."""
-    from dataclasses import asdict
-
+    from kernel_deps.commands.outdated import outdated_project
     from kernel_deps.index import describe_redirects
-    from kernel_deps.outdated import outdated_project
 
     report = outdated_project(project_dir)
     if as_json:
-        kernels = [{**asdict(k), "upgradable": k.upgradable, "drifted": k.drifted} for k in report.kernels]
-        click.echo(json.dumps({"lockfile": str(report.lockfile), "drifted": report.drifted, "kernels": kernels}, indent=2))
+        _echo_json(report.to_json())
     elif not _quiet():
         rows = [("KERNEL", "LOCKED", "UPGRADE", "LATEST")]
         for k in report.kernels:
             rows.append((
                 k.repo_id,
-                _short(k.locked_version, k.locked_commit),
+                short(k.locked_version, k.locked_commit),
                 _upgrade_cell(k) if k.upgradable else "-",
-                _short(k.latest_version, k.latest_commit) if k.latest_version else "-",
+                short(k.latest_version, k.latest_commit) if k.latest_version else "-",
             ))  # fmt: skip
         _echo_table(rows)
         for k in report.kernels:
@@ -683,12 +591,8 @@ def outdated(project_dir: Path, as_json: bool, quiet: bool, exit_code: bool) -> 
 
 def _upgrade_cell(k) -> str:
     """What --upgrade would lock, with the repo it lies in when redirects lead elsewhere."""
-    upgrade = _short(k.upgrade_version, k.upgrade_commit)
+    upgrade = short(k.upgrade_version, k.upgrade_commit)
     return f"{k.upgrade_repo_id} {upgrade}" if k.redirects else upgrade
-
-
-def _short(version: str | None, commit: str | None) -> str:
-    return f"{version} ({commit[:12]})" if version and commit else (commit or "")[:12]
 
 
 # -- kernels tree -----------------------------------------------------------------------
@@ -699,17 +603,11 @@ def _short(version: str | None, commit: str | None) -> str:
 @_JSON_OPTION
 def tree(project_dir: Path, as_json: bool) -> None:
     """Show the locked kernels as a dependency tree, and the build serving each target and this machine."""
-    from kernel_deps.tree import tree_project
+    from kernel_deps.commands.tree import tree_project
 
     report = tree_project(project_dir)
     if as_json:
-        payload = {
-            "lockfile": str(report.lockfile),
-            "kernels": [_node_json(node) for node in report.roots],
-            "targets": [_serving_json(s) for s in report.targets],
-            "this_machine": _serving_json(report.this_machine),
-        }
-        click.echo(json.dumps(payload, indent=2))
+        _echo_json(report.to_json())
         return
     click.echo(f"{project_dir} ({report.lockfile.name})")
     drawing = _TREE_LINES if _stdout_can_write("".join(_TREE_LINES)) else _TREE_LINES_ASCII
@@ -744,25 +642,9 @@ def _stdout_can_write(text: str) -> bool:
 def _echo_node(node, prefix: str, last: bool, drawing: tuple[str, str, str] = _TREE_LINES) -> None:
     branch, last_branch, down = drawing
     requirement = f" {node.requirement}" if node.requirement else ""
-    locked = _short(node.version, node.commit)
+    locked = short(node.version, node.commit)
     repeated = " (*)" if node.repeated else ""
     click.echo(f"{prefix}{last_branch if last else branch}{node.repo_id}{requirement} -> {locked}{repeated}")
     below = prefix + ("    " if last else down)
     for position, child in enumerate(node.dependencies):
         _echo_node(child, below, position == len(node.dependencies) - 1, drawing)
-
-
-def _node_json(node) -> dict:
-    return {
-        "repo_id": node.repo_id,
-        "requirement": node.requirement,
-        "required_by": node.required_by,
-        "version": node.version,
-        "commit": node.commit,
-        "repeated": node.repeated,
-        "dependencies": [_node_json(child) for child in node.dependencies],
-    }
-
-
-def _serving_json(serving) -> dict:
-    return {"name": serving.name, "system": serving.system.describe(), "variants": serving.variants}

@@ -15,8 +15,9 @@ one would sit beside its reader. The format of a file is told by its first entry
 is (it pins commits and variant hashes, all they need) and never rewrite it; a kernels
 0.17 lock carries no hashes, so they refuse it and say how to convert it.
 
-``kernels export`` writes our lock in either of their formats (:func:`to_kernels016`,
-:func:`to_kernels017`), so a project can hand its pins to a tool that reads only those.
+Our lock is written in either of their formats by :func:`to_kernels016` and
+:func:`to_kernels017` (``kernels export``, :mod:`kernel_deps.commands.export`), so a
+project can hand its pins to a tool that reads only those.
 
 This module imports :mod:`kernel_deps.lockfile` (the model, its JSON helpers),
 ``projectedit`` (a lock is not read for use mid-edit) and ``errors``.
@@ -29,7 +30,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kernel_deps.errors import LockfileError, UsageError
+from kernel_deps.errors import LockfileError
 from kernel_deps.lockfile import (
     COMMIT_SHA,
     FieldError,
@@ -44,7 +45,7 @@ from kernel_deps.lockfile import (
 from kernel_deps.projectedit import refuse_pending_edit
 
 __all__ = [
-    "EXPORT_FORMATS", "KERNELS_016", "KERNELS_017", "export_lock", "from_kernels016", "is_kernels017",
+    "KERNELS_016", "KERNELS_017", "from_kernels016", "is_kernels017",
     "kernels017_named_pins", "kernels017_pins", "parse_lock_for_use", "read_lock_for_use", "read_prior_pins",
     "to_kernels016", "to_kernels017", "written_by_kernels016",
 ]  # fmt: skip
@@ -224,34 +225,3 @@ def _key_for_ref(version: str | None, sha: str) -> tuple[int, int | str]:
     if version is not None and (match := _MAJOR_BRANCH.fullmatch(version)):
         return 0, int(match.group(1))
     return 1, version if version is not None else sha
-
-
-# Formats ``kernels export`` writes: name -> writer.
-EXPORT_FORMATS = {"kernels-0.17": to_kernels017, "kernels-0.16": to_kernels016}
-
-
-def export_lock(path: Path, format_name: str) -> tuple[str, Lockfile]:
-    """The lock at ``path`` (ours or kernels <= 0.16's) in ``format_name``, and the lock itself.
-
-    UsageError for an unknown format; LockfileError for a lock that is missing, invalid, or
-    in kernels 0.17's format (which holds no hashes to carry over).
-    """
-    writer = EXPORT_FORMATS.get(format_name)
-    if writer is None:
-        raise UsageError(f"unknown export format {format_name!r}; use one of {', '.join(sorted(EXPORT_FORMATS))}")
-    lock, written_by = read_lock_for_use(path)
-    if format_name == "kernels-0.17" and written_by == KERNELS_016:
-        raise LockfileError(_incomplete_for_kernels017(path, lock))
-    return writer(lock), lock
-
-
-def _incomplete_for_kernels017(path: Path, lock: Lockfile) -> str:
-    """Why a kernels <= 0.16 lock cannot be exported for kernels 0.17: it locks no transitive kernels."""
-    names = [k.repo_id for k in lock.kernels]
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return (
-        f"{path}: written by {KERNELS_016}, which locks no kernel a kernel depends on, so a kernels-0.17 export "
-        f"would lack whatever {shown} depend on (kernels 0.17 then refuses to load those as not locked); "
-        "run 'kernels lock' first (it converts the lock, keeping its pins, and adds the kernels they depend on), "
-        "then export"
-    )

@@ -8,6 +8,9 @@ no error, whatever text from a lower layer it quotes, holds a URL's user-info or
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Sequence
+
 from kernel_deps.redaction import redact, shown_url
 
 
@@ -88,8 +91,128 @@ class LockfileError(UsageError):
     """``kernels.lock`` is unreadable or malformed; the message names the bad entry and key."""
 
 
+@dataclass(frozen=True, slots=True)
+class ConflictCause:
+    """One requirement in a conflict, and who asked for it (resolvelib's ``(requirement, parent)``)."""
+
+    repo_id: str
+    requirement: str  # as written: a range, a major, or revision=...
+    shown: str  # the requirement for people, e.g. ``org/x 1 (branch v1)``
+    required_by: str | None  # the kernel that asks; None for the project (or the call) itself
+    required_by_version: str | None = None  # that kernel's version (or short commit)
+
+    def to_json(self) -> dict:
+        parent = None
+        if self.required_by is not None:
+            parent = {"repo_id": self.required_by, "version": self.required_by_version}
+        return {"repo_id": self.repo_id, "requirement": self.requirement, "required_by": parent}
+
+
+@dataclass(frozen=True, slots=True)
+class OfferedVersions:
+    """The versions a repo in a conflict offers: its ``vX.Y.Z`` tags and ``vN`` branches, newest first."""
+
+    repo_id: str
+    tags: tuple[str, ...]
+    branches: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {"repo_id": self.repo_id, "tags": list(self.tags), "branches": list(self.branches)}
+
+
+@dataclass(frozen=True, slots=True)
+class UnservedCandidate:
+    """A version in range that misses a declared deployment target, and the builds it has."""
+
+    version: str  # its tag or branch (or short commit)
+    commit: str
+    missing_targets: tuple[str, ...]
+    offers: tuple[str, ...]  # its build variants
+
+    def to_json(self) -> dict:
+        return {"version": self.version, "commit": self.commit, "missing_targets": list(self.missing_targets),
+                "offers": list(self.offers)}  # fmt: skip
+
+
+# How many of the newest versions in range an unservable target's message describes.
+UNSERVED_SHOWN = 3
+
+
+def _asker(cause: ConflictCause, requester: str) -> str:
+    """Who asked, for a message: the parent kernel and its version, or the requester."""
+    return requester if cause.required_by is None else f"{cause.required_by} {cause.required_by_version}"
+
+
 class ResolutionError(KernelDepsError):
-    """The requirements cannot all be satisfied; the message says who asked for what."""
+    """The requirements cannot all be satisfied; the message says who asked for what.
+
+    A version conflict also carries it as records: ``causes`` (each requirement and who
+    asked), ``offered`` (the versions each repo has), ``requester`` (who asked for the
+    top-level requirements) and ``hint`` (what to change); see :meth:`conflict`.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        causes: tuple[ConflictCause, ...] = (),
+        offered: tuple[OfferedVersions, ...] = (),
+        requester: str = "project",
+        hint: str | None = None,
+        unserved: tuple[UnservedCandidate, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.causes = causes
+        self.offered = offered
+        self.requester = requester
+        self.hint = hint
+        self.unserved = unserved
+
+    @classmethod
+    def conflict(
+        cls, causes: Sequence[ConflictCause], offered: Sequence[OfferedVersions], *, requester: str, hint: str
+    ) -> ResolutionError:
+        """A version conflict, its message told from its records as ``pdm`` tells resolvelib's causes:
+        one line per cause (``<requirement> (from <parent or the requester>)``), the versions each
+        repo offers, then the hint."""
+        lines = ["cannot find versions that satisfy every requirement:"]
+        lines += [f"  {cause.shown} (from {_asker(cause, requester)})" for cause in causes]
+        for found in offered:
+            branches = f" (branches {', '.join(found.branches)})" if found.branches else ""
+            lines.append(f"  versions of {found.repo_id}: {', '.join(found.tags) or 'none'}{branches}")
+        lines.append(f"hint: {hint}")
+        return cls("\n".join(lines), causes=tuple(causes), offered=tuple(offered), requester=requester, hint=hint)
+
+    @classmethod
+    def targets_unserved(
+        cls, repo_id: str, causes: Sequence[ConflictCause], candidates: Sequence[UnservedCandidate], *, hint: str
+    ) -> ResolutionError:
+        """No version of ``repo_id`` that ``causes`` allow serves every deployment target: the
+        causes on one line, then the newest of those versions with what each misses and offers."""
+        asked = "; ".join(f"{c.shown} (from {_asker(c, 'project')})" for c in causes)
+        lines = [f"no version of {repo_id} allowed by {asked} has a build for every deployment target:"]
+        for c in candidates[:UNSERVED_SHOWN]:
+            offers = ", ".join(c.offers) or "no builds"
+            missed = ", ".join(c.missing_targets)
+            lines.append(f"  {c.version} ({c.commit[:12]}): no build for {missed}; offers {offers}")
+        if len(candidates) > UNSERVED_SHOWN:
+            older = len(candidates) - UNSERVED_SHOWN
+            lines.append(f"  ... and {older} older versions in range, none serving every target")
+        lines.append(f"hint: {hint}")
+        return cls("\n".join(lines), causes=tuple(causes), hint=hint, unserved=tuple(candidates))
+
+    def to_json(self) -> dict | None:
+        """The conflict's records for an error's JSON document (docs/schemas/error.schema.json); None when
+        the error is not a conflict told by its causes."""
+        if not self.causes:
+            return None
+        return {
+            "causes": [cause.to_json() for cause in self.causes],
+            "versions": [found.to_json() for found in self.offered],
+            "requester": self.requester,
+            "hint": self.hint,
+            "unserved": [candidate.to_json() for candidate in self.unserved],
+        }
 
 
 class InvalidKernelMetadataError(KernelDepsError):

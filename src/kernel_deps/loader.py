@@ -285,7 +285,7 @@ def _resolve_unlocked(repo_id: str, version: int | str | None, revision: str | N
     """A one-kernel lock (its dependencies included) for ``version`` or ``revision``, from the Hub."""
     from kernel_deps.hub import HubClient
     from kernel_deps.index import KernelIndex
-    from kernel_deps.locking import build_lockfile
+    from kernel_deps.commands.lock import build_lockfile
     from kernel_deps.resolver import Requester, resolve
     from kernel_deps.spec import InvalidEntry, requirement_from_value
 
@@ -356,7 +356,7 @@ def _verified_variant(lock: Lockfile, kernel: LockedKernel, variant: str, *, all
     expected = kernel.variants[variant].hash
     check = _check(kernel, variant, expected)
     if not check.present and allow_download:
-        from kernel_deps.download import download_lock
+        from kernel_deps.commands.download import download_lock
 
         if not is_offline():
             # The whole lock, so the entry keeps its dependencies' entries; only this variant.

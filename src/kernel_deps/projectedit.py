@@ -96,7 +96,7 @@ def _acquire(lock_file: Path, project_dir: Path, hub: HubClient, notice: Callabl
     """The edit lock, held on the file now at ``lock_file``; ProjectBusyError when the budget runs out."""
     from filelock import FileLock, Timeout
 
-    from kernel_deps.download import LOCK_NOTICE_SECONDS
+    from kernel_deps.commands.download import LOCK_NOTICE_SECONDS
 
     transport = hub.transport
     told = False

@@ -8,7 +8,8 @@ A locked pin is a candidate of its own, offered first: the locked commit with th
 name the lock recorded, whether or not that branch or tag still points at it. So a pin
 moves only when it no longer satisfies the requirement, or when ``--upgrade`` /
 ``--upgrade-package`` drops it. A conflict is raised as
-:class:`~kernel_deps.errors.ResolutionError` listing who required what.
+:class:`~kernel_deps.errors.ResolutionError` carrying resolvelib's causes as records
+(who required what, the versions that exist) and its message told from them.
 
 With deployment targets declared (:mod:`kernel_deps.targets`), a candidate is acceptable
 only when its variants serve every target. Candidates are then judged lazily, in order,
@@ -28,7 +29,14 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 from resolvelib.resolvers import RequirementInformation
 from resolvelib.resolvers import Resolution as Search
 
-from kernel_deps.errors import ResolutionError, RevisionNotFoundError, UsageError
+from kernel_deps.errors import (
+    ConflictCause,
+    OfferedVersions,
+    ResolutionError,
+    RevisionNotFoundError,
+    UnservedCandidate,
+    UsageError,
+)
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.targets import Target, missing_targets
 from kernel_deps.versions import GitRef, KernelVersion, locked_ref, parse_version_ref, satisfies, versions_from_refs
@@ -287,7 +295,9 @@ def resolve(
             state = Search(provider, BaseReporter()).resolve(requirements, max_rounds=max_rounds)
         except ResolutionImpossible as exc:
             unserved = explain_unserved_targets(exc.causes, provider) if targets else None
-            raise ResolutionError(unserved or explain_conflict(exc.causes, index, requester)) from None
+            if unserved is not None:
+                raise unserved from None
+            raise explain_conflict(exc.causes, index, requester) from None
         except ResolutionTooDeep:
             asked = ", ".join(sorted({r.repo_id for r in requirements}))
             raise ResolutionError(
@@ -353,13 +363,12 @@ def _held_back(
     return tuple(passed)
 
 
-# How many of the newest candidates an unservable target's message describes.
-_OFFERS_SHOWN = 3
-
-
-def explain_unserved_targets(causes: Sequence[RequirementInformation], provider: KernelProvider) -> str | None:
-    """The message for a kernel whose versions in range all miss a declared target; None
-    when the failure is a plain version conflict."""
+def explain_unserved_targets(
+    causes: Sequence[RequirementInformation], provider: KernelProvider
+) -> ResolutionError | None:
+    """The error for a kernel whose versions in range all miss a declared target, with each
+    of those versions as a record (newest first); None when the failure is a plain version
+    conflict."""
     by_repo: dict[str, list[RequirementInformation]] = {}
     for info in causes:
         by_repo.setdefault(info.requirement.repo_id, []).append(info)
@@ -369,44 +378,50 @@ def explain_unserved_targets(causes: Sequence[RequirementInformation], provider:
         if not allowed or any(not provider.missing(c) for c in allowed):
             continue
         allowed.sort(key=_candidate_order, reverse=True)  # newest first, a prior pin among them
-        asked = "; ".join(_cause_line(info) for info in infos)
-        lines = [f"no version of {repo_id} allowed by {asked} has a build for every deployment target:"]
-        for candidate in allowed[:_OFFERS_SHOWN]:
-            offers = ", ".join(sorted(provider.index.tree(repo_id, candidate.commit).files)) or "no builds"
-            missed = ", ".join(provider.missing(candidate))
-            lines.append(f"  {candidate.ref_name} ({candidate.commit[:12]}): no build for {missed}; offers {offers}")
-        if len(allowed) > _OFFERS_SHOWN:
-            lines.append(f"  ... and {len(allowed) - _OFFERS_SHOWN} older versions in range, none serving every target")
-        lines.append(
-            "hint: remove the target from [tool.kernels] targets in pyproject.toml, "
+        # Judging each one listed its tree (memoised): no new request.
+        trees = [provider.index.tree(repo_id, c.commit) for c in allowed]
+        candidates = [
+            UnservedCandidate(c.ref_name, c.commit, provider.missing(c), tuple(sorted(tree.files)))
+            for c, tree in zip(allowed, trees)
+        ]
+        hint = (
+            "remove the target from [tool.kernels] targets in pyproject.toml, "
             f"or allow a version of {repo_id} that has a build for it; kernels.lock was not changed"
         )
-        return "\n".join(lines)
+        asked = [conflict_cause(info) for info in infos]
+        return ResolutionError.targets_unserved(repo_id, asked, candidates, hint=hint)
     return None
 
 
-def _cause_line(info: RequirementInformation, requester: Requester = PROJECT) -> str:
-    parent = requester.name if info.parent is None else f"{info.parent.repo_id} {info.parent.label}"
-    return f"{info.requirement.describe()} (from {parent})"
+def conflict_cause(info: RequirementInformation) -> ConflictCause:
+    """resolvelib's ``(requirement, parent)`` as a record."""
+    parent = info.parent
+    return ConflictCause(
+        repo_id=info.requirement.repo_id,
+        requirement=info.requirement.text,
+        shown=info.requirement.describe(),
+        required_by=parent.repo_id if parent is not None else None,
+        required_by_version=parent.label if parent is not None else None,
+    )
 
 
 def explain_conflict(
     causes: Sequence[RequirementInformation], index: KernelIndex, requester: Requester = PROJECT
-) -> str:
-    """One readable message: each requirement with who asked for it, and what exists."""
-    lines = ["cannot find versions that satisfy every requirement:"]
-    lines += [f"  {_cause_line(info, requester)}" for info in causes]
+) -> ResolutionError:
+    """The conflict as records: each requirement with who asked for it, and what exists."""
+    offered = []
     for repo_id in sorted({info.requirement.repo_id for info in causes}):
         try:
             refs = index.refs(repo_id).refs
         except Exception:  # noqa: BLE001 - the conflict is the news; availability is a hint
             continue
         versions = versions_from_refs(refs)
-        tags = ", ".join(v.ref.name for v in versions if not v.is_branch) or "none"
-        branches = ", ".join(v.ref.name for v in versions if v.is_branch)
-        lines.append(f"  versions of {repo_id}: {tags}" + (f" (branches {branches})" if branches else ""))
-    lines.append(f"hint: {requester.relax}")
-    return "\n".join(lines)
+        tags = tuple(v.ref.name for v in versions if not v.is_branch)
+        branches = tuple(v.ref.name for v in versions if v.is_branch)
+        offered.append(OfferedVersions(repo_id, tags, branches))
+    return ResolutionError.conflict(
+        [conflict_cause(info) for info in causes], offered, requester=requester.name, hint=requester.relax
+    )
 
 
 def reject_unknown_upgrades(upgrade_packages: Iterable[str], known: Iterable[str]) -> None:

@@ -1,4 +1,6 @@
-"""The versions a kernel repo offers, as the Hub lists them (`kernels versions`, `kernels add`).
+"""`kernels versions` as a library function: the versions a kernel repo offers, newest first.
+
+Also the default range `kernels add` writes, from the newest version serving every target.
 
 :mod:`kernel_deps.versions` decides which refs are versions and how they sort; this module
 asks the Hub for the refs and, for each distinct commit they point at, how many build
@@ -17,6 +19,9 @@ from kernel_deps.pools import worker_pool
 from kernel_deps.settings import HUB_WORKERS, KERNEL
 from kernel_deps.targets import Target, missing_targets
 from kernel_deps.versions import KernelVersion, RefKind, default_requirement, versions_from_refs
+
+
+SCHEMA_VERSION = 1  # of docs/schemas/versions.schema.json; see docs/ci.md
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +47,18 @@ class VersionListing:
     def is_legacy(self) -> bool:
         """True when the kernel lives in a ``model`` repo rather than a ``kernel`` repo."""
         return self.repo_type != KERNEL
+
+    def to_json(self) -> dict:
+        """The listing as docs/schemas/versions.schema.json describes it."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "repo_id": self.repo_id,
+            "repo_type": self.repo_type,
+            "versions": [
+                {"name": v.ref, "kind": v.kind, "version": v.version, "commit": v.commit, "variants": v.variants}
+                for v in self.versions
+            ],
+        }
 
 
 def list_versions(repo_id: str, *, hub: HubClient | None = None) -> VersionListing:

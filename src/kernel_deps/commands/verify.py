@@ -10,7 +10,7 @@ collected, none is printed: the CLI renders the report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -52,6 +52,9 @@ NOTICE_KINDS = frozenset({"ref-advanced", "foreign-lock", "requirements-not-reco
 LOCAL_KINDS = frozenset({"local-override"})
 
 
+SCHEMA_VERSION = 1  # of docs/schemas/verify.schema.json; see docs/ci.md
+
+
 @dataclass(frozen=True)
 class VerifyReport:
     """What verify found: every problem, every notice, every cached variant it recomputed."""
@@ -72,6 +75,22 @@ class VerifyReport:
     def verified(self) -> list[cache.VariantCheck]:
         """The cached variants whose contents match their locked hash."""
         return [check for check in self.checked if check.ok]
+
+    def to_json(self) -> dict:
+        """The report as docs/schemas/verify.schema.json describes it."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "ok": self.ok,
+            "lockfile": str(self.lockfile),
+            "online": self.online,
+            "kernels": self.kernels,
+            "problems": [asdict(problem) for problem in self.problems],
+            "notices": [asdict(notice) for notice in self.notices],
+            "verified": [
+                {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash, "path": str(c.path)}
+                for c in self.verified
+            ],
+        }
 
 
 def verify_project(

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
-from kernel_deps import atomicfile
 from kernel_deps.compat import (
     KERNELS_016,
     KERNELS_017,
@@ -25,10 +24,10 @@ from kernel_deps.lockfile import (
     write_lockfile,
 )
 from kernel_deps.projectedit import editing
-from kernel_deps.pyproject import project_from_text, read_project, read_pyproject_text, read_targets
+from kernel_deps.pyproject import read_project, read_targets
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
 from kernel_deps.errors import UsageError
-from kernel_deps.settings import BUILD_DIR, EDIT_JOURNAL_NAME, KERNEL_STATUS_NAME, LOCK_NAME, PYPROJECT_NAME, is_offline
+from kernel_deps.settings import KERNEL_STATUS_NAME, PYPROJECT_NAME, is_offline
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.sync import Problem, check_sync, check_targets
 from kernel_deps.targets import Target
@@ -38,18 +37,119 @@ if TYPE_CHECKING:  # imported when locking: verify and outdated read locks witho
     from kernel_deps.index import KernelIndex
 
 
+SCHEMA_VERSION = 2  # of docs/schemas/lock.schema.json; see docs/ci.md
+
+
 @dataclass(frozen=True, slots=True)
-class LockOutcome:
+class LockedPin:
+    """Where a lock entry points: the tag or branch it was locked under (None: a commit pin) and the commit."""
+
+    version: str | None
+    commit: str
+
+    @classmethod
+    def of(cls, kernel: LockedKernel) -> LockedPin:
+        return cls(kernel.version, kernel.sha)
+
+    def to_json(self) -> dict:
+        return {"version": self.version, "commit": self.commit}
+
+
+# What a lock change says happened to one entry (``repo_id``), ``before`` and ``after`` being
+# the entry's pin in the old and new lock (None where the entry is not in that lock).
+CHANGE_ACTIONS = (
+    "added", "removed", "updated", "variant-added", "variant-removed", "variant-hash-changed",
+    "requirement-changed", "dependency-added", "dependency-removed", "requires-recorded", "requires-changed",
+    "layout-changed",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class LockChange:
+    """One difference between the old and the new lock, as data (the CLI renders the ``+ - ~`` line)."""
+
+    action: str  # one of CHANGE_ACTIONS
+    repo_id: str | None  # None: the lock as a whole (layout-changed)
+    before: LockedPin | None  # "from" in JSON
+    after: LockedPin | None  # "to" in JSON
+    variant: str | None = None  # variant-*
+    dependency: str | None = None  # dependency-*, requires-*
+    # requirement-changed: what pyproject.toml asks, before and after (None: transitive only).
+    requirement: tuple[str | None, str | None] | None = None
+    # requires-*: what this entry records that it requires of ``dependency``, before (None:
+    # not recorded, an older lock) and after.
+    requires: tuple[tuple[str, ...] | None, tuple[str, ...]] | None = None
+
+    def to_json(self) -> dict:
+        data: dict = {
+            "action": self.action,
+            "repo_id": self.repo_id,
+            "from": self.before.to_json() if self.before else None,
+            "to": self.after.to_json() if self.after else None,
+        }
+        if self.variant is not None:
+            data["variant"] = self.variant
+        if self.dependency is not None:
+            data["dependency"] = self.dependency
+        if self.requirement is not None:
+            data["requirement"] = {"from": self.requirement[0], "to": self.requirement[1]}
+        if self.requires is not None:
+            before, after = self.requires
+            data["requires"] = {"from": list(before) if before is not None else None, "to": list(after)}
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class PassedOver:
+    """A newer version in range that a kernel was held back from: it misses ``missing`` targets."""
+
+    version: str  # its tag or branch (or short commit)
+    commit: str
+    missing: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {"version": self.version, "commit": self.commit, "missing_targets": list(self.missing)}
+
+
+NOTE_KINDS = ("redirect-followed", "held-back", "skipped-build-folders")
+
+
+@dataclass(frozen=True, slots=True)
+class LockNote:
+    """Something a lock run did that the user should know, as data (the CLI renders the ``note:`` line)."""
+
+    kind: str  # one of NOTE_KINDS
+    repo_id: str  # redirect-followed: the repo asked for; else the locked kernel
+    locked: LockedPin | None = None  # held-back, skipped-build-folders
+    redirects: tuple[str, ...] = ()  # redirect-followed: from the repo asked for to the one locked
+    passed_over: tuple[PassedOver, ...] = ()  # held-back: newest first, every one
+    folders: tuple[str, ...] = ()  # skipped-build-folders: the names under build/
+
+    def to_json(self) -> dict:
+        data: dict = {"kind": self.kind, "repo_id": self.repo_id}
+        if self.kind == "redirect-followed":
+            data["redirects"] = list(self.redirects)
+        else:
+            data["locked"] = self.locked.to_json() if self.locked else None
+        if self.kind == "held-back":
+            data["passed_over"] = [p.to_json() for p in self.passed_over]
+        if self.kind == "skipped-build-folders":
+            data["folders"] = list(self.folders)
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class LockReport:
     """What a lock run found: the new lock, the old one, and what changed."""
 
     path: Path
     lock: Lockfile
     previous: Lockfile | None
-    changes: list[str]
+    changes: list[LockChange]
     up_to_date: bool
     written: bool
     # Why a kernel was held back for a deployment target, build folders skipped, redirects followed.
-    notes: list[str] = field(default_factory=list)
+    notes: list[LockNote] = field(default_factory=list)
     # Declared targets the prior lock does not serve (the targets changed since it was made).
     uncovered: list[Problem] = field(default_factory=list)
     targets: tuple[Target, ...] = ()
@@ -58,6 +158,27 @@ class LockOutcome:
     # Why the prior lock is out of date, as ``lock --check`` and ``verify`` judge it without the Hub
     # (sync.check_sync): a requirement it does not meet, a dependency pin its parent does not accept.
     problems: list[Problem] = field(default_factory=list)
+    # Whether there was a kernels.lock before the run (in any format).
+    existed: bool = True
+
+    def to_json(self) -> dict:
+        """The report as docs/schemas/lock.schema.json describes it."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "lockfile": str(self.path),
+            "up_to_date": self.up_to_date,
+            "written": self.written,
+            "changes": [change.to_json() for change in self.changes],
+            "notes": [note.to_json() for note in self.notes],
+            "targets": [t.name for t in self.targets],
+            "uncovered_targets": [{"repo_id": p.repo_id, "target": p.expected} for p in self.uncovered],
+            "converted_from": self.converted_from,
+            "problems": [{"kind": p.kind, "repo_id": p.repo_id, "message": p.message} for p in self.problems],
+            "kernels": [
+                {"repo_id": k.repo_id, "version": k.version, "sha": k.sha, "variants": len(k.variants)}
+                for k in self.lock.kernels
+            ],
+        }
 
 
 def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], bytes | None, str | None]:
@@ -89,7 +210,7 @@ def lock_project(
     write: bool = True,
     notice: Callable[[str], None] | None = None,
     explain_offline: bool = False,
-) -> LockOutcome:
+) -> LockReport:
     """Resolve the project's kernels and (unless ``write`` is False) write kernels.lock.
 
     ``requirements`` and ``targets`` default to the project's pyproject.toml; with targets
@@ -103,17 +224,17 @@ def lock_project(
     set, out of date with its ``problems`` and no changes, instead of an OfflineError.
     """
     if not write:
-        return _lock_project(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=upgrade,
-                             upgrade_packages=upgrade_packages, write=False, explain_offline=explain_offline)  # fmt: skip
+        return lock_while_editing(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=upgrade,
+                                  upgrade_packages=upgrade_packages, write=False, explain_offline=explain_offline)  # fmt: skip
     from kernel_deps.hub import HubClient
 
     hub = hub or HubClient()
     with hub.operation(), editing(Path(project_dir), hub=hub, notice=notice):
-        return _lock_project(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=upgrade,
-                             upgrade_packages=upgrade_packages, write=True, explain_offline=False)  # fmt: skip
+        return lock_while_editing(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=upgrade,
+                                  upgrade_packages=upgrade_packages, write=True, explain_offline=False)  # fmt: skip
 
 
-def _lock_project(
+def lock_while_editing(
     project_dir: Path,
     *,
     hub: HubClient | None,
@@ -123,8 +244,9 @@ def _lock_project(
     upgrade_packages: Iterable[str],
     write: bool,
     explain_offline: bool,
-) -> LockOutcome:
-    """:func:`lock_project`, with the edit lock held when ``write``."""
+) -> LockReport:
+    """:func:`lock_project`'s work; the caller holds the project's edit lock when ``write``
+    (:func:`kernel_deps.commands.edit.edit_and_relock` holds it around an edit and this)."""
     project_dir = Path(project_dir)
     if requirements is None:
         requirements, read = read_project(project_dir)
@@ -146,15 +268,15 @@ def _lock_project(
         # Every requirement is met by its pin and every target served by it, so resolving
         # would keep every pin, and a pinned commit's variants and dependencies cannot
         # change: no Hub needed.
-        return LockOutcome(path, previous, previous, [], True, False, targets=targets)
+        return LockReport(path, previous, previous, [], True, False, targets=targets)
     # What the prior lock breaks, judged by what it records (a foreign lock records no requirements).
     problems = check_sync(requirements, previous) if previous is not None and foreign is None else []
     if explain_offline and not write and (problems or uncovered) and is_offline():
         # Out of date whatever the Hub would answer; what would change is not known without it.
-        return LockOutcome(path, previous, previous, [], False, False, uncovered=uncovered, targets=targets,
-                           converted_from=foreign, problems=problems)  # fmt: skip
+        return LockReport(path, previous, previous, [], False, False, uncovered=uncovered, targets=targets,
+                          converted_from=foreign, problems=problems)  # fmt: skip
     from kernel_deps.hub import HubClient
-    from kernel_deps.index import KernelIndex, describe_redirects
+    from kernel_deps.index import KernelIndex
 
     hub = hub or HubClient()
     # One time budget for the whole resolution. Pins hold: a redirect added upstream since
@@ -165,7 +287,7 @@ def _lock_project(
         resolution = resolve(followed, index, pins=pins, targets=targets)
         lock = build_lockfile(resolution, followed, index, pins=pins, redirected_from=redirected_from)
         notes = [
-            f"{describe_redirects([source, *(hop.destination for hop in hops)])}; locked {hops[-1].destination}"
+            LockNote("redirect-followed", source, redirects=(source, *(hop.destination for hop in hops)))
             for source, hops in sorted(index.redirects_followed.items())
         ]
         notes += resolution_notes(resolution, lock, index)
@@ -174,34 +296,28 @@ def _lock_project(
     up_to_date = raw == new_bytes
     changes = diff_locks(previous, lock)
     if not up_to_date and not changes:
-        changes = [f"~ {LOCK_NAME}: layout differs from what kernels lock writes"]
+        changes = [LockChange("layout-changed", None, None, None)]
     written = write and not up_to_date and write_lockfile(path, lock)
-    return LockOutcome(
+    return LockReport(
         path, lock, previous, changes, up_to_date, written,
         notes=notes, uncovered=uncovered, targets=targets, converted_from=foreign, problems=problems,
+        existed=raw is not None,
     )
 
 
-# How many passed-over versions a held-back note names.
-_HELD_BACK_SHOWN = 3
-
-
-def resolution_notes(resolution: Resolution, lock: Lockfile, index: KernelIndex) -> list[str]:
-    """One line per kernel held back below the newest version in range for a deployment
-    target (``org/x v1.1.0 (v1.2.0 has no build for T)``), and per build folder skipped."""
-    notes: list[str] = []
+def resolution_notes(resolution: Resolution, lock: Lockfile, index: KernelIndex) -> list[LockNote]:
+    """A note per kernel held back below the newest version in range for a deployment
+    target (with every version passed over and the targets it misses), and per kernel
+    whose build folders were skipped (names that are not build variants)."""
+    notes: list[LockNote] = []
     for entry in lock.kernels:
         passed = resolution.held_back.get(entry.repo_id, ())
         if passed:
-            reasons = [f"{c.ref_name} has no build for {', '.join(missed)}" for c, missed in passed[:_HELD_BACK_SHOWN]]
-            if len(passed) > _HELD_BACK_SHOWN:
-                reasons.append(f"{len(passed) - _HELD_BACK_SHOWN} more newer versions neither")
-            notes.append(f"{entry.repo_id} {entry.version or entry.sha[:12]} ({'; '.join(reasons)})")
+            over = tuple(PassedOver(c.ref_name, c.commit, tuple(missed)) for c, missed in passed)
+            notes.append(LockNote("held-back", entry.repo_id, LockedPin.of(entry), passed_over=over))
         skipped = index.tree(entry.repo_id, entry.sha).skipped
         if skipped:
-            names = ", ".join(f"{BUILD_DIR}/{name}" for name in skipped)
-            why = "not a build variant name kernel-deps knows; not locked"
-            notes.append(f"{entry.repo_id} {_describe(entry)}: skipped {names} ({why})")
+            notes.append(LockNote("skipped-build-folders", entry.repo_id, LockedPin.of(entry), folders=tuple(skipped)))
     return notes
 
 
@@ -270,87 +386,52 @@ def build_lockfile(
     return Lockfile(kernels=tuple(entries))
 
 
-def diff_locks(old: Lockfile | None, new: Lockfile) -> list[str]:
-    """Human-readable lines for what changed from ``old`` to ``new``; empty when equal."""
+def diff_locks(old: Lockfile | None, new: Lockfile) -> list[LockChange]:
+    """What changed from ``old`` to ``new``, entry by entry in repo id order; empty when equal."""
     before = {k.repo_id: k for k in old.kernels} if old is not None else {}
     after = {k.repo_id: k for k in new.kernels}
-    lines: list[str] = []
+    changes: list[LockChange] = []
     for repo_id in sorted(before.keys() | after.keys()):
         a, b = before.get(repo_id), after.get(repo_id)
         if a is None or b is None:
-            lines.append(f"+ {repo_id} {_describe(b)}" if a is None else f"- {repo_id} {_describe(a)}")
+            if a is None:
+                changes.append(LockChange("added", repo_id, None, LockedPin.of(b)))
+            else:
+                changes.append(LockChange("removed", repo_id, LockedPin.of(a), None))
             continue
+        pins = (LockedPin.of(a), LockedPin.of(b))
         if (a.sha, a.version) != (b.sha, b.version):
-            lines.append(f"~ {repo_id} {_describe(a)} -> {_describe(b)}")
+            changes.append(LockChange("updated", repo_id, *pins))
         for name in sorted(a.variants.keys() | b.variants.keys()):
             if name not in a.variants or name not in b.variants:
-                lines.append(f"~ {repo_id}: variant {name} {'added' if name in b.variants else 'removed'}")
+                action = "variant-added" if name in b.variants else "variant-removed"
+                changes.append(LockChange(action, repo_id, *pins, variant=name))
             elif a.sha == b.sha and a.variants[name] != b.variants[name]:
                 # A new commit is expected to change hashes; the same commit is not.
-                lines.append(f"~ {repo_id}: variant {name} hash changed")
+                changes.append(LockChange("variant-hash-changed", repo_id, *pins, variant=name))
         if a.requirement != b.requirement:
-            lines.append(f"~ {repo_id}: requirement {_spec(a.requirement)} -> {_spec(b.requirement)}")
-        lines += [f"~ {repo_id}: now depends on {d}" for d in b.dependencies if d not in a.dependencies]
-        lines += _requirement_changes(repo_id, a, b)
-        lines += [f"~ {repo_id}: no longer depends on {d}" for d in a.dependencies if d not in b.dependencies]
-    return lines
+            requirement = (a.requirement, b.requirement)
+            changes.append(LockChange("requirement-changed", repo_id, *pins, requirement=requirement))
+        added = [d for d in b.dependencies if d not in a.dependencies]
+        dropped = [d for d in a.dependencies if d not in b.dependencies]
+        changes += [LockChange("dependency-added", repo_id, *pins, dependency=d) for d in added]
+        changes += _requirement_changes(repo_id, a, b, pins)
+        changes += [LockChange("dependency-removed", repo_id, *pins, dependency=d) for d in dropped]
+    return changes
 
 
-def _requirement_changes(repo_id: str, a: LockedKernel, b: LockedKernel) -> list[str]:
-    """Lines for what ``b`` records that a kept dependency of ``a`` must meet, where it differs."""
-    lines = []
+def _requirement_changes(
+    repo_id: str, a: LockedKernel, b: LockedKernel, pins: tuple[LockedPin, LockedPin]
+) -> list[LockChange]:
+    """What ``b`` records that a kept dependency of ``a`` must meet, where it differs."""
+    changes = []
     for dep in (d for d in b.dependencies if d in a.dependencies and b.kernel_depends is not None):
-        after = " and ".join(map(repr, b.kernel_depends[dep]))
+        after = tuple(b.kernel_depends[dep])
         if a.kernel_depends is None:
-            lines.append(f"~ {repo_id}: records that it requires {dep} {after} (its kernel-depends)")
+            changes.append(LockChange("requires-recorded", repo_id, *pins, dependency=dep, requires=(None, after)))
         elif a.kernel_depends[dep] != b.kernel_depends[dep]:
-            lines.append(f"~ {repo_id}: requires {dep} {' and '.join(map(repr, a.kernel_depends[dep]))} -> {after}")
-    return lines
+            before = tuple(a.kernel_depends[dep])
+            changes.append(LockChange("requires-changed", repo_id, *pins, dependency=dep, requires=(before, after)))
+    return changes
 
 
-def _describe(kernel: LockedKernel | None) -> str:
-    if kernel is None:
-        return ""
-    return f"{kernel.version} ({kernel.sha[:12]})" if kernel.version else f"({kernel.sha[:12]})"
-
-
-def _spec(requirement: str | None) -> str:
-    return repr(requirement) if requirement is not None else "(none, transitive)"
-
-
-def edit_and_relock(
-    project_dir: Path,
-    edit: Callable[[str], str],
-    *,
-    hub: HubClient | None = None,
-    notice: Callable[[str], None] | None = None,
-) -> LockOutcome:
-    """Apply ``edit`` to pyproject.toml and relock, as one change.
-
-    The project's edit lock is held throughout, so ``edit`` sees what the last command
-    wrote and no other command writes before this one is done (``notice`` is told when it
-    waits). The new requirements are resolved before anything is written; then
-    pyproject.toml and kernels.lock are replaced together
-    (:func:`atomicfile.write_together`), so a failure or a kill at any moment leaves both
-    old or both new, never an edited pyproject.toml beside an old lock. Links are written
-    through, at their target.
-    """
-    from kernel_deps.hub import HubClient
-
-    project_dir = Path(project_dir)
-    pyproject = project_dir / PYPROJECT_NAME
-    hub = hub or HubClient()
-    with hub.operation(), editing(project_dir, hub=hub, notice=notice):
-        original = read_pyproject_text(project_dir)
-        updated = edit(original)
-        if updated == original:
-            return _lock_project(project_dir, hub=hub, requirements=None, targets=None, upgrade=False,
-                                 upgrade_packages=(), write=True, explain_offline=False)  # fmt: skip
-        requirements, targets = project_from_text(updated, source=str(pyproject))
-        outcome = _lock_project(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=False,
-                                upgrade_packages=(), write=False, explain_offline=False)  # fmt: skip
-        files = {pyproject: updated}
-        if not outcome.up_to_date:
-            files[outcome.path] = outcome.lock.to_json()
-        atomicfile.write_together(files, journal=project_dir / EDIT_JOURNAL_NAME)
-    return replace(outcome, written=not outcome.up_to_date)

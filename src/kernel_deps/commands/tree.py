@@ -26,6 +26,7 @@ from kernel_deps.spec import parse_kernel_depends
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.targets import Target, serving_variant
 
+SCHEMA_VERSION = 1  # of docs/schemas/tree.schema.json; see docs/ci.md
 _CHECK_CACHE = "run 'kernels verify' to check the cached files against the lock"
 
 
@@ -41,6 +42,17 @@ class TreeNode:
     dependencies: tuple[TreeNode, ...] = ()
     repeated: bool = False  # shown in full higher up
 
+    def to_json(self) -> dict:
+        return {
+            "repo_id": self.repo_id,
+            "requirement": self.requirement,
+            "required_by": self.required_by,
+            "version": self.version,
+            "commit": self.commit,
+            "repeated": self.repeated,
+            "dependencies": [child.to_json() for child in self.dependencies],
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Serving:
@@ -49,6 +61,9 @@ class Serving:
     name: str | None  # the target's name; None for this machine
     system: SystemInfo
     variants: dict[str, str | None]
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "system": self.system.describe(), "variants": self.variants}
 
     @property
     def unserved(self) -> list[str]:
@@ -64,6 +79,16 @@ class TreeReport:
     roots: tuple[TreeNode, ...]
     targets: tuple[Serving, ...]
     this_machine: Serving
+
+    def to_json(self) -> dict:
+        """The report as docs/schemas/tree.schema.json describes it."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "lockfile": str(self.lockfile),
+            "kernels": [node.to_json() for node in self.roots],
+            "targets": [serving.to_json() for serving in self.targets],
+            "this_machine": self.this_machine.to_json(),
+        }
 
 
 def tree_project(project_dir: Path, *, system: SystemInfo | None = None, cache_root: Path | None = None) -> TreeReport:

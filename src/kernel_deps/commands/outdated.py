@@ -10,7 +10,7 @@ says what is there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from kernel_deps.hub import HubClient
@@ -21,6 +21,9 @@ from kernel_deps.resolver import Candidate, resolve, version_name
 from kernel_deps.pyproject import read_project
 from kernel_deps.spec import KernelRequirement
 from kernel_deps.versions import KernelVersion, satisfies, versions_from_refs
+
+
+SCHEMA_VERSION = 1  # of docs/schemas/outdated.schema.json; see docs/ci.md
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,11 @@ class OutdatedReport:
     @property
     def drifted(self) -> bool:
         return any(kernel.drifted for kernel in self.kernels)
+
+    def to_json(self) -> dict:
+        """The report as docs/schemas/outdated.schema.json describes it."""
+        kernels = [{**asdict(k), "upgradable": k.upgradable, "drifted": k.drifted} for k in self.kernels]
+        return {"schema_version": SCHEMA_VERSION, "lockfile": str(self.lockfile), "drifted": self.drifted, "kernels": kernels}
 
 
 def outdated_project(project_dir: Path, *, hub: HubClient | None = None) -> OutdatedReport:

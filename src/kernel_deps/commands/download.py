@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
@@ -75,9 +74,12 @@ class VariantOutcome:
     size: int
 
 
-@dataclass
+SCHEMA_VERSION = 1  # of docs/schemas/download.schema.json; see docs/ci.md
+
+
+@dataclass(frozen=True, slots=True)
 class DownloadReport:
-    """What a download run did, for rendering and tests."""
+    """What a download run did: every variant it made present, and what it fetched."""
 
     already_cached: list[VariantTask] = field(default_factory=list)
     fetched: list[VariantTask] = field(default_factory=list)
@@ -85,6 +87,31 @@ class DownloadReport:
     bytes_fetched: int = 0
     cache_root: Path | None = None
     outcomes: list[VariantOutcome] = field(default_factory=list)  # every variant, in lock order
+    lockfile: Path | None = None  # the lock downloaded from (None: a Lockfile given in memory)
+
+    def to_json(self) -> dict:
+        """The report as docs/schemas/download.schema.json describes it."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "lockfile": str(self.lockfile),
+            "cache": str(self.cache_root),
+            "downloaded": len(self.fetched),
+            "already_cached": len(self.already_cached),
+            "files": self.files_fetched,
+            "bytes": self.bytes_fetched,
+            "variants": [
+                {
+                    "repo_id": o.task.kernel.repo_id,
+                    "commit": o.task.kernel.sha,
+                    "variant": o.task.variant,
+                    "hash": o.task.kernel.variants[o.task.variant].hash,
+                    "state": "cached" if o.cached else "downloaded",
+                    "files": o.files,
+                    "bytes": o.size,
+                }
+                for o in self.outcomes
+            ],
+        }
 
 
 class Progress:
@@ -186,18 +213,20 @@ def download_lock(
         if not is_valid_variant_name(task.variant):
             raise UnsafeRepoContentError(f"{task.kernel.repo_id}: {task.variant!r} is not a valid variant name")
     progress.start(tasks)
-    report = DownloadReport(cache_root=root)
+    cached: list[VariantTask] = []
+    fetched: list[VariantTask] = []
+    outcomes: list[VariantOutcome] = []
     missing = []
     _check_cache_root(root)
     for task in tasks:
         if _cached_ok(task, root):
-            report.already_cached.append(task)
-            report.outcomes.append(VariantOutcome(task, cached=True, files=0, size=0))
+            cached.append(task)
+            outcomes.append(VariantOutcome(task, cached=True, files=0, size=0))
             progress.variant_done(task, cached=True, files=0, size=0)
         else:
             missing.append(task)
     if not missing:
-        return report
+        return DownloadReport(cached, cache_root=root, outcomes=outcomes)
     if is_offline():
         names = ", ".join(t.label for t in missing)
         raise OfflineError(f"not in the cache and {offline_env()} is set: {names}; run 'kernels download' with network access")
@@ -206,26 +235,22 @@ def download_lock(
         from kernel_deps.hub import HubClient
 
         hub = HubClient()
-    lock_counter = threading.Lock()
+    files_fetched = bytes_fetched = 0
     # One time budget for the whole download. An interrupt or failure returns at once;
     # files still in flight are not waited for.
     with hub.operation():
         with worker_pool(max_workers, "kernel-deps-download") as files_pool:
             with worker_pool(max(1, min(len(missing), max_workers)), "kernel-deps-variant") as variants_pool:
                 futures = [variants_pool.submit(_fetch_variant, task, hub, root, files_pool, progress) for task in missing]
-                for task, future in zip(missing, futures):
+                for task, future in zip(missing, futures):  # results are taken in this one thread
                     files, size = future.result()
-                    with lock_counter:
-                        if files:
-                            report.fetched.append(task)
-                        else:
-                            report.already_cached.append(task)
-                        report.files_fetched += files
-                        report.bytes_fetched += size
-                        report.outcomes.append(VariantOutcome(task, cached=not files, files=files, size=size))
+                    (fetched if files else cached).append(task)
+                    files_fetched += files
+                    bytes_fetched += size
+                    outcomes.append(VariantOutcome(task, cached=not files, files=files, size=size))
     order = {id(task): i for i, task in enumerate(tasks)}
-    report.outcomes.sort(key=lambda outcome: order[id(outcome.task)])
-    return report
+    outcomes.sort(key=lambda outcome: order[id(outcome.task)])
+    return DownloadReport(cached, fetched, files_fetched, bytes_fetched, root, outcomes)
 
 
 def _cached_ok(task: VariantTask, root: Path) -> bool:
@@ -410,4 +435,5 @@ def download_project(
         picked = choose_variants(kernel, all_variants=all_variants, requested=variants, system=system)
         return sorted(set(picked) | set(variants_for_targets(kernel, chosen_targets)))
 
-    return download_lock(lock, variants_for=variants_for, hub=hub, progress=progress)
+    report = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress)
+    return replace(report, lockfile=Path(project_dir) / LOCK_NAME)

@@ -1,0 +1,133 @@
+"""`kernels add` and `kernels remove` as library functions: edit pyproject.toml and relock, as one change.
+
+An edit runs under the project's edit lock (:func:`kernel_deps.projectedit.editing`), so
+it sees what the last command wrote; its new requirements are resolved before anything is
+written, and then pyproject.toml and kernels.lock are replaced together
+(:func:`kernel_deps.atomicfile.write_together`). ``add`` without a range takes the newest
+version that serves every declared target, looked up under the same time budget as the
+relock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from kernel_deps import atomicfile
+from kernel_deps.commands.lock import LockReport, lock_while_editing
+from kernel_deps.projectedit import editing
+from kernel_deps.pyproject import (
+    add_requirement,
+    project_from_text,
+    read_pyproject_text,
+    remove_requirement,
+    targets_from_text,
+)
+from kernel_deps.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
+from kernel_deps.spec import parse_add_argument
+
+if TYPE_CHECKING:
+    from kernel_deps.hub import HubClient
+
+
+@dataclass(frozen=True, slots=True)
+class EditReport:
+    """What `kernels add` or `kernels remove` did: the entry changed, and the relock."""
+
+    action: str  # "add" or "remove"
+    repo_id: str
+    # add: the value written to [tool.kernels.dependencies] (a range, a major, or a table
+    # such as {revision = ...}); remove: None.
+    requirement: str | int | dict | None
+    lock: LockReport
+
+    def to_json(self) -> dict:
+        """The relock's report, as docs/schemas/lock.schema.json describes it."""
+        return self.lock.to_json()
+
+
+def add_kernel(
+    project_dir: Path,
+    requirement: str,
+    *,
+    hub: HubClient | None = None,
+    notice: Callable[[str], None] | None = None,
+) -> EditReport:
+    """Add ``requirement`` (``ORG/NAME``, ``ORG/NAME>=1.2,<2``, ``ORG/NAME@REVISION``) to
+    [tool.kernels.dependencies] of ``project_dir`` and relock; without a range, the newest
+    release's major series is written (from the newest version serving every declared target).
+    UsageError for a bad argument; nothing is written when the relock fails."""
+    from kernel_deps.commands.versions import requirement_for_newest
+    from kernel_deps.hub import HubClient
+
+    project_dir = Path(project_dir)
+    repo_id, asked = parse_add_argument(requirement)
+    source = str(project_dir / PYPROJECT_NAME)
+    chosen: list = []
+    hub = hub or HubClient()
+
+    def edit(text: str) -> str:  # under the project's edit lock: the newest fit for the targets of this text
+        value = asked
+        if value is None:
+            value = requirement_for_newest(repo_id, hub=hub, targets=targets_from_text(text, source=source))
+        chosen.append(value)
+        return add_requirement(text, repo_id, value, source=source)
+
+    with hub.operation():  # one time budget for the look-up and the relock
+        outcome = edit_and_relock(project_dir, edit, hub=hub, notice=notice)
+    return EditReport("add", repo_id, chosen[-1], outcome)
+
+
+def remove_kernel(
+    project_dir: Path,
+    repo_id: str,
+    *,
+    hub: HubClient | None = None,
+    notice: Callable[[str], None] | None = None,
+) -> EditReport:
+    """Remove ``repo_id`` from [tool.kernels.dependencies] of ``project_dir`` and relock."""
+    project_dir = Path(project_dir)
+    source = str(project_dir / PYPROJECT_NAME)
+    outcome = edit_and_relock(
+        project_dir, lambda text: remove_requirement(text, repo_id, source=source), hub=hub, notice=notice
+    )
+    return EditReport("remove", repo_id, None, outcome)
+
+
+def edit_and_relock(
+    project_dir: Path,
+    edit: Callable[[str], str],
+    *,
+    hub: HubClient | None = None,
+    notice: Callable[[str], None] | None = None,
+) -> LockReport:
+    """Apply ``edit`` to pyproject.toml and relock, as one change.
+
+    The project's edit lock is held throughout, so ``edit`` sees what the last command
+    wrote and no other command writes before this one is done (``notice`` is told when it
+    waits). The new requirements are resolved before anything is written; then
+    pyproject.toml and kernels.lock are replaced together
+    (:func:`atomicfile.write_together`), so a failure or a kill at any moment leaves both
+    old or both new, never an edited pyproject.toml beside an old lock. Links are written
+    through, at their target.
+    """
+    from kernel_deps.hub import HubClient
+
+    project_dir = Path(project_dir)
+    pyproject = project_dir / PYPROJECT_NAME
+    hub = hub or HubClient()
+    with hub.operation(), editing(project_dir, hub=hub, notice=notice):
+        original = read_pyproject_text(project_dir)
+        updated = edit(original)
+        if updated == original:
+            return lock_while_editing(project_dir, hub=hub, requirements=None, targets=None, upgrade=False,
+                                      upgrade_packages=(), write=True, explain_offline=False)  # fmt: skip
+        requirements, targets = project_from_text(updated, source=str(pyproject))
+        outcome = lock_while_editing(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=False,
+                                     upgrade_packages=(), write=False, explain_offline=False)  # fmt: skip
+        files = {pyproject: updated}
+        if not outcome.up_to_date:
+            files[outcome.path] = outcome.lock.to_json()
+        atomicfile.write_together(files, journal=project_dir / EDIT_JOURNAL_NAME)
+    return replace(outcome, written=not outcome.up_to_date)

@@ -1,0 +1,97 @@
+"""`kernels export` as a library function: kernels.lock written in another tool's lock format.
+
+The formats themselves live beside their readers (:func:`kernel_deps.compat.to_kernels017`,
+:func:`kernel_deps.compat.to_kernels016`); this module picks one by name, refuses a lock
+that cannot be carried over whole, and writes the result where it is asked to, never over
+one of the project's own files. No network.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernel_deps.atomicfile import write_text
+from kernel_deps.compat import KERNELS_016, read_lock_for_use, to_kernels016, to_kernels017
+from kernel_deps.errors import LockfileError, UsageError
+from kernel_deps.lockfile import Lockfile, lock_path
+from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
+
+# Formats ``kernels export`` writes: name -> writer.
+EXPORT_FORMATS = {"kernels-0.17": to_kernels017, "kernels-0.16": to_kernels016}
+
+
+@dataclass(frozen=True, slots=True)
+class ExportReport:
+    """What `kernels export` made: the text in the asked format, and where it went."""
+
+    lockfile: Path
+    format: str
+    text: str
+    kernels: int  # kernels in the lock exported
+    output: Path | None  # the file written; None: the caller shows ``text`` (stdout)
+
+
+def export_project(project_dir: Path, format_name: str, *, output: Path | None = None) -> ExportReport:
+    """The lock of ``project_dir`` in ``format_name``, written to ``output`` when given.
+
+    UsageError for an unknown format or an ``output`` that is one of the project's own
+    files; LockfileError for a lock that is missing, invalid, in kernels 0.17's format (which
+    holds no hashes to carry over), or kernels <= 0.16's when exporting for kernels 0.17.
+    """
+    project_dir = Path(project_dir)
+    if output is not None:
+        _refuse_a_project_file(Path(output), project_dir)
+    path = lock_path(project_dir)
+    text, lock = export_lock(path, format_name)
+    if output is not None:
+        write_text(Path(output), text)
+    return ExportReport(path, format_name, text, len(lock.kernels), output)
+
+
+def export_lock(path: Path, format_name: str) -> tuple[str, Lockfile]:
+    """The lock at ``path`` (ours or kernels <= 0.16's) in ``format_name``, and the lock itself.
+
+    UsageError for an unknown format; LockfileError for a lock that is missing, invalid, or
+    in kernels 0.17's format (which holds no hashes to carry over).
+    """
+    writer = EXPORT_FORMATS.get(format_name)
+    if writer is None:
+        raise UsageError(f"unknown export format {format_name!r}; use one of {', '.join(sorted(EXPORT_FORMATS))}")
+    lock, written_by = read_lock_for_use(path)
+    if format_name == "kernels-0.17" and written_by == KERNELS_016:
+        raise LockfileError(_incomplete_for_kernels017(path, lock))
+    return writer(lock), lock
+
+
+def _incomplete_for_kernels017(path: Path, lock: Lockfile) -> str:
+    """Why a kernels <= 0.16 lock cannot be exported for kernels 0.17: it locks no transitive kernels."""
+    names = [k.repo_id for k in lock.kernels]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (
+        f"{path}: written by {KERNELS_016}, which locks no kernel a kernel depends on, so a kernels-0.17 export "
+        f"would lack whatever {shown} depend on (kernels 0.17 then refuses to load those as not locked); "
+        "run 'kernels lock' first (it converts the lock, keeping its pins, and adds the kernels they depend on), "
+        "then export"
+    )
+
+
+def _refuse_a_project_file(output: Path, project_dir: Path) -> None:
+    """UsageError when ``output`` is one of the files kernel-deps keeps in ``project_dir``, by
+    whatever name: relative, through a symlink (the write lands at its target), or another
+    hard link to the same file."""
+    for name in (LOCK_NAME, PYPROJECT_NAME, EDIT_JOURNAL_NAME):
+        own = project_dir / name
+        if os.path.realpath(output) == os.path.realpath(own) or _same_existing_file(output, own):
+            raise UsageError(
+                f"--output {output} is the project's own {own}, which export would overwrite with another "
+                "tool's format; name another file, or '-' for stdout"
+            )
+
+
+def _same_existing_file(one: Path, other: Path) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:  # one of them does not exist (yet): not the same file
+        return False

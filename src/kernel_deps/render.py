@@ -1,0 +1,86 @@
+"""The text of the commands' records, at the edge: a lock change as its ``+ - ~`` line, a note as its sentence.
+
+The commands return records (:mod:`kernel_deps.commands.lock`); ``kernels COMMAND`` prints
+them through these functions and ``--json`` prints the records themselves. Pure: no I/O,
+no click.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kernel_deps.settings import BUILD_DIR, LOCK_NAME
+
+if TYPE_CHECKING:  # `kernels --help` renders nothing and imports no command
+    from kernel_deps.commands.lock import LockChange, LockedPin, LockNote
+
+# How many passed-over versions a held-back note names.
+HELD_BACK_SHOWN = 3
+
+
+def short(version: str | None, commit: str | None) -> str:
+    """``v1.2.0 (0123456789ab)``, or the short commit alone when there is no version."""
+    return f"{version} ({commit[:12]})" if version and commit else (commit or "")[:12]
+
+
+def _pin(pin: LockedPin | None) -> str:
+    if pin is None:
+        return ""
+    return f"{pin.version} ({pin.commit[:12]})" if pin.version else f"({pin.commit[:12]})"
+
+
+def _spec(requirement: str | None) -> str:
+    return repr(requirement) if requirement is not None else "(none, transitive)"
+
+
+def change_line(change: LockChange) -> str:
+    """The line ``kernels lock`` prints for one change: ``+`` added, ``-`` removed, ``~`` changed."""
+    repo_id, action = change.repo_id, change.action
+    if action == "added":
+        return f"+ {repo_id} {_pin(change.after)}"
+    if action == "removed":
+        return f"- {repo_id} {_pin(change.before)}"
+    if action == "updated":
+        return f"~ {repo_id} {_pin(change.before)} -> {_pin(change.after)}"
+    if action in ("variant-added", "variant-removed"):
+        return f"~ {repo_id}: variant {change.variant} {action.removeprefix('variant-')}"
+    if action == "variant-hash-changed":
+        return f"~ {repo_id}: variant {change.variant} hash changed"
+    if action == "requirement-changed":
+        before, after = change.requirement or (None, None)
+        return f"~ {repo_id}: requirement {_spec(before)} -> {_spec(after)}"
+    if action == "dependency-added":
+        return f"~ {repo_id}: now depends on {change.dependency}"
+    if action == "dependency-removed":
+        return f"~ {repo_id}: no longer depends on {change.dependency}"
+    if action in ("requires-recorded", "requires-changed"):
+        before, after = change.requires or (None, ())
+        shown = " and ".join(map(repr, after))
+        if before is None:
+            return f"~ {repo_id}: records that it requires {change.dependency} {shown} (its kernel-depends)"
+        return f"~ {repo_id}: requires {change.dependency} {' and '.join(map(repr, before))} -> {shown}"
+    if action == "layout-changed":
+        return f"~ {LOCK_NAME}: layout differs from what kernels lock writes"
+    raise ValueError(f"unknown lock change {action!r}")
+
+
+def note_line(note: LockNote) -> str:
+    """The text after ``note:`` for one note of a lock run."""
+    if note.kind == "redirect-followed":
+        from kernel_deps.index import describe_redirects
+
+        return f"{describe_redirects(note.redirects)}; locked {note.redirects[-1]}"
+    locked = note.locked
+    assert locked is not None
+    if note.kind == "held-back":
+        reasons = [
+            f"{p.version} has no build for {', '.join(p.missing)}" for p in note.passed_over[:HELD_BACK_SHOWN]
+        ]
+        if len(note.passed_over) > HELD_BACK_SHOWN:
+            reasons.append(f"{len(note.passed_over) - HELD_BACK_SHOWN} more newer versions neither")
+        return f"{note.repo_id} {locked.version or locked.commit[:12]} ({'; '.join(reasons)})"
+    if note.kind == "skipped-build-folders":
+        names = ", ".join(f"{BUILD_DIR}/{name}" for name in note.folders)
+        why = "not a build variant name kernel-deps knows; not locked"
+        return f"{note.repo_id} {_pin(locked)}: skipped {names} ({why})"
+    raise ValueError(f"unknown lock note {note.kind!r}")
