@@ -16,7 +16,7 @@ from kernel_deps import cache
 from kernel_deps.download import download_project
 from kernel_deps.errors import HubUnavailableError
 from kernel_deps.hub import HubClient
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
@@ -36,7 +36,7 @@ def add_repos(hub_env, name: str, *, lfs_size: int = 256 << 10, kernels: int = 2
 
 
 def all_verified(project: Path) -> bool:
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     return all(
         cache.check_variant(k.repo_id, k.sha, v, h.hash).ok for k in lock.kernels for v, h in k.variants.items()
     )
@@ -118,7 +118,7 @@ def test_eight_concurrent_downloads_share_one_cache(hub_env, proxy, tmp_path) ->
     project = write_project(tmp_path / "app", add_repos(hub_env, "crowd", lfs_size=1 << 20, kernels=2), locked=True)
     proxy.latency = 0.02
     env = {**os.environ, "HF_ENDPOINT": proxy.url}
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     # Locking kept each metadata.json it read as a blob, so no download fetches those again.
     files = sum(
         1

@@ -24,7 +24,7 @@ from jsonschema import Draft202012Validator
 
 from kernel_deps import cache
 from kernel_deps.cli import main as cli_main
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
@@ -114,7 +114,7 @@ def test_every_schema_is_documented() -> None:
 
 
 def test_lock_download_verify_outdated_json_match_their_schemas(hub_env, project) -> None:
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
 
     locked = validated(kernels("lock", "--json", str(project)), "lock")
     assert locked["up_to_date"] is True and locked["written"] is False
@@ -159,7 +159,7 @@ def test_lock_download_verify_outdated_json_match_their_schemas(hub_env, project
 
 
 def test_tree_json_matches_its_schema(hub_env, project) -> None:
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     text = (project / "pyproject.toml").read_text()
     (project / "pyproject.toml").write_text(text + '\n[tool.kernels]\ntargets = ["torch213-cxx11-cu128-x86_64-linux"]\n')
     shown = kernels("tree", "--json", str(project))
@@ -269,7 +269,7 @@ def test_quiet_prints_nothing_on_success_in_either_place(hub_env, project) -> No
 
 def test_quiet_still_prints_problems_and_errors(hub_env, project) -> None:
     assert kernels("download", "-q", str(project)).returncode == 0
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     flash = lock.get("kernels-test/flash")
     folder = cache.variant_dir(cache.find_repo_dir(flash.repo_id), flash.sha, CPU_VARIANT)
     (folder / "extra.txt").write_text("not locked\n")

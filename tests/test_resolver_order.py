@@ -5,7 +5,7 @@ the local Hub, through the in-process command."""
 
 from __future__ import annotations
 
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
@@ -43,7 +43,7 @@ def test_a_kernel_pinned_by_commit_is_settled_first_and_the_others_get_their_new
     result = run_kernels("lock", str(project))
 
     assert result.returncode == 0, result.stderr
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     assert {k: (lock.get(r).version, lock.get(r).sha) for k, r in (("a", a), ("b", b), ("c", c))} == {
         "a": ("v1.0.0", built["a"].commits["1.0.0"]),
         "b": ("v3.0.0", built["b"].commits["3.0.0"]),
