@@ -37,6 +37,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal, overload
 
 from kernel_deps.compat import from_kernels016, kernels017_named_pins
@@ -79,7 +80,7 @@ class LockRead:
     # The lock itself: ours, or a kernels <= 0.16 lock as it is (its entries depend on
     # nothing); None for a kernels 0.17 lock, which records no variant hashes.
     lock: Lockfile | None
-    # Repo id -> locked commit; a repo that a kernels 0.17 lock pins at several commits has none.
+    # Repo id -> locked commit (read-only); a repo that a kernels 0.17 lock pins at several commits has none.
     pins: Mapping[str, LockedPin]
     text: str
 
@@ -137,10 +138,10 @@ def parse_lock(text: str, *, source: str, purpose: Purpose) -> LockRead:
             )
         named = kernels017_named_pins(data, source)
         pins = {repo_id: LockedPin(commit=commit, version=ref) for repo_id, (commit, ref) in named.items()}
-        return LockRead(source=source, format=found, lock=None, pins=pins, text=text)
+        return LockRead(source=source, format=found, lock=None, pins=MappingProxyType(pins), text=text)
     lock = from_kernels016(data, source) if found == "kernels-0.16" else parse_entries(data, source)
     pins = {k.repo_id: LockedPin(commit=k.sha, version=k.version) for k in lock.kernels}
-    return LockRead(source=source, format=found, lock=lock, pins=pins, text=text)
+    return LockRead(source=source, format=found, lock=lock, pins=MappingProxyType(pins), text=text)
 
 
 # Path -> ((mtime, size) when read, the read): the loader's reads, one parse per change of the file.
