@@ -21,6 +21,7 @@ from kernel_deps.lockread import FORMATS, PURPOSES, WRITTEN_BY, LockedPin, lock_
 from kernel_deps.locking import lock_project
 from kernel_deps.pyproject import read_project
 from kernel_deps.settings import EDIT_JOURNAL_NAME
+from kernel_deps.verify import verify_project
 from tests.fixtures.builder import KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
@@ -77,14 +78,8 @@ def test_our_lock_is_one_answer_for_every_purpose(hub_env, tmp_path: Path) -> No
     assert parse_lock(path.read_text(), source="embedded", purpose="load").lock == lock
     # Each consumer takes it as ours: no conversion, no foreign-lock notice, embedded as it is without a warning.
     assert lock_project(project, write=False).converted_from is None
-    assert [n.kind for n in run_verify(project).notices] == []
+    assert [n.kind for n in verify_project(project).notices] == []
     assert lock_for_build(project).warnings == () and lock_for_build(project).text == path.read_text()
-
-
-def run_verify(project: Path):
-    from kernel_deps.verify import verify_project
-
-    return verify_project(project)
 
 
 def test_a_kernels_016_lock_from_kernels_016_itself_is_named_alike_by_every_consumer(hub_env, tmp_path: Path) -> None:
@@ -101,7 +96,7 @@ def test_a_kernels_016_lock_from_kernels_016_itself_is_named_alike_by_every_cons
         assert found.pins == {repo_id: LockedPin(commit=commit, version=None)} and found.raw == written
     name = WRITTEN_BY["kernels-0.16"]
     assert lock_project(project, write=False).converted_from == name
-    assert [n.message.startswith(f"{path} was written by {name}:") for n in run_verify(project).notices] == [True]
+    assert [n.message.startswith(f"{path} was written by {name}:") for n in verify_project(project).notices] == [True]
     (warning,) = lock_for_build(project).warnings
     assert warning.startswith(f"{path} was written by {name}:")
     refused = run_kernels("export", "--format", "kernels-0.17", str(project))
