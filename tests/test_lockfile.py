@@ -1,4 +1,4 @@
-"""kernel_deps.lockfile: the lock model, strict parse, reading and writing; the lock diff.
+"""kernel_deps.lockfile: the lock model, strict parse and writing; the lock diff (reading a file: test_lockread).
 
 The compatibility tests at the end run the Hugging Face ``kernels`` 0.16 library in a
 subprocess (it is installed apart from .venv, because its ``kernels`` console script
@@ -435,7 +435,7 @@ def test_valid_locks_round_trip(lock: Lockfile) -> None:
     assert {repo_id: pin.commit for repo_id, pin in found.pins.items()} == {k.repo_id: k.sha for k in lock.kernels}
 
 
-# --- reading and writing files ---------------------------------------------------------
+# --- writing files -------------------------------------------------------------------
 
 
 def test_write_lockfile_writes_once_and_leaves_no_temp(tmp_path: Path) -> None:
