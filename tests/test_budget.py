@@ -19,7 +19,7 @@ from kernel_deps import cache
 from kernel_deps.commands.download import download_project
 from kernel_deps.errors import HubUnavailableError
 from kernel_deps.hub import HubClient
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT
 from tests.fixtures.downloads import add_repos, all_verified, snapshot_entries
 from tests.fixtures.projects import write_project
@@ -122,7 +122,7 @@ def test_a_budget_that_is_not_a_finite_number_of_seconds_is_bad_input(hub_env, v
 
 
 def variant_lock(project: Path) -> FileLock:
-    kernel = read_lockfile(project / "kernels.lock").kernels[0]
+    kernel = read_lock(project / "kernels.lock", purpose="use").lock.kernels[0]
     repo = cache.repo_dir(kernel.repo_id, "kernel", cache.cache_root())
     path = cache.cache_root() / ".locks" / repo.name / f"{kernel.sha}.{CPU_VARIANT}.kernel-deps.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -203,7 +203,7 @@ def part_files(root: Path) -> list[Path]:
 
 def test_a_killed_download_is_resumed_by_the_next_run(hub_env, proxy, tmp_path) -> None:
     project = write_project(tmp_path / "resume", add_repos(hub_env, "resume", lfs_size=4 << 20, kernels=1), locked=True)
-    kernel = read_lockfile(project / "kernels.lock").kernels[0]
+    kernel = read_lock(project / "kernels.lock", purpose="use").lock.kernels[0]
     root = cache.cache_root()
     env = env_for(proxy.url)
     proxy.only_paths = "/resolve/"
@@ -238,7 +238,7 @@ def test_a_killed_download_is_resumed_by_the_next_run(hub_env, proxy, tmp_path) 
 
 def test_old_partial_downloads_are_removed(hub_env, tmp_path) -> None:
     project = write_project(tmp_path / "stale", add_repos(hub_env, "stale", kernels=1), locked=True)
-    kernel = read_lockfile(project / "kernels.lock").kernels[0]
+    kernel = read_lock(project / "kernels.lock", purpose="use").lock.kernels[0]
     tmp = cache.repo_dir(kernel.repo_id) / ".kernel-deps" / "tmp"
     tmp.mkdir(parents=True)
     old = tmp / ("0" * 64 + ".1a2b3c4d5e6f.part")

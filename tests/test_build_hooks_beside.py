@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from kernel_deps.compat import to_kernels017
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.peers import CLI_DEPS, peer_path
 from tests.fixtures.wheels import (  # noqa: F401 - fixtures used by name
     EMBEDDED,
@@ -103,7 +103,7 @@ def test_a_wheel_built_with_both_installed_carries_exactly_one_correct_lock(
 @pytest.mark.parametrize("order", ["first", "last"])
 def test_a_kernels_017_lock_is_carried_as_it_is_with_a_warning(samples: Samples, backends: Path, tmp_path: Path, order: str) -> None:
     project = copy_project(samples.projects["setuptools_app"], tmp_path / "setuptools_app")
-    theirs = to_kernels017(read_lockfile(project / "kernels.lock"))  # what kernels 0.17 reads
+    theirs = to_kernels017(read_lock(project / "kernels.lock", purpose="use").lock)  # what kernels 0.17 reads
     (project / "kernels.lock").write_text(theirs)
     result, wheel = build_beside(backends, project, tmp_path / "out", "0.17", order)
     assert wheel is not None, result.stdout + result.stderr

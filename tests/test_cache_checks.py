@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from kernel_deps import cache, load_kernel
-from kernel_deps.errors import KernelIntegrityError
-from kernel_deps.lockfile import read_lockfile
 from kernel_deps.commands.verify import verify_project
+from kernel_deps.errors import KernelIntegrityError
+from kernel_deps.lockread import read_lock
 from tests.fixtures.cached_project import COMMIT, REPO_ID, VARIANT
 from tests.fixtures.cli import run_kernels
 
 
 def _locked_hash(project: Path) -> str:
-    return read_lockfile(project / "kernels.lock").get(REPO_ID).variants[VARIANT].hash
+    return read_lock(project / "kernels.lock", purpose="use").lock.get(REPO_ID).variants[VARIANT].hash
 
 
 def _check(project: Path) -> cache.VariantCheck:

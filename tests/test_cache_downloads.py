@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from kernel_deps import cache
-from kernel_deps.lockfile import read_lockfile
 from kernel_deps.commands.lock import lock_project
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
@@ -47,7 +47,7 @@ def _verified(project: Path) -> bool:
 
 
 def _variant(project: Path) -> Path:
-    sha = read_lockfile(project / "kernels.lock").get(REPO_ID).sha
+    sha = read_lock(project / "kernels.lock", purpose="use").lock.get(REPO_ID).sha
     return cache.variant_dir(cache.repo_dir(REPO_ID), sha, CPU_VARIANT)
 
 
@@ -183,7 +183,7 @@ def test_a_staging_folder_that_cannot_be_written_is_named_with_its_real_error(pr
 
 def test_a_download_lands_where_huggingface_hub_looks_for_the_repo(project, tmp_path) -> None:
     assert _download(project).returncode == 0
-    sha = read_lockfile(project / "kernels.lock").get(REPO_ID).sha
+    sha = read_lock(project / "kernels.lock", purpose="use").lock.get(REPO_ID).sha
     folder = tmp_path / "hf-cache" / "kernels--kernels-test--cache-downloads" / "snapshots" / sha / "build" / CPU_VARIANT
     assert (folder / "__init__.py").is_file()
 

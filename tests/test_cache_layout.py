@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from kernel_deps import cache
-from kernel_deps.lockfile import read_lockfile
 from kernel_deps.commands.lock import lock_project
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cached_project import COMMIT, REPO_ID, VARIANT
 from tests.fixtures.cli import run_kernels
@@ -68,7 +68,7 @@ def test_a_file_linked_outside_the_cache_is_reported_even_with_the_right_bytes(c
 
 
 def _locked_hash(project: Path) -> str:
-    return read_lockfile(project / "kernels.lock").get(REPO_ID).variants[VARIANT].hash
+    return read_lock(project / "kernels.lock", purpose="use").lock.get(REPO_ID).variants[VARIANT].hash
 
 
 def test_download_replaces_a_damaged_cached_variant(hub_env, tmp_path) -> None:
@@ -76,7 +76,7 @@ def test_download_replaces_a_damaged_cached_variant(hub_env, tmp_path) -> None:
     project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"')
     lock_project(project)
     assert run_kernels("download", str(project)).returncode == 0
-    sha = read_lockfile(project / "kernels.lock").get(repo_id).sha
+    sha = read_lock(project / "kernels.lock", purpose="use").lock.get(repo_id).sha
     folder = cache.variant_dir(cache.find_repo_dir(repo_id), sha, UNIVERSAL_VARIANT)
     (folder / "__init__.py").unlink()
     (folder / "stray.py").write_text("x = 1\n")
@@ -106,7 +106,7 @@ def test_a_kernel_whose_metadata_is_stored_in_lfs_locks_its_dependencies(hub_env
     project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"')
     first = run_kernels("lock", str(project))
     assert first.returncode == 0, first.stderr
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     assert lock.get("kernels-test/rotary").version == "v1.1.0"
     # The second lock reads the metadata kept in the cache: the same answer.
     again = run_kernels("lock", "--upgrade", str(project))

@@ -15,7 +15,7 @@ import pytest
 from kernel_deps import cache
 from kernel_deps.hashing import git_blob_id
 from kernel_deps.hub import MAX_SMALL_FILE_BYTES
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
@@ -61,7 +61,7 @@ def test_a_second_lock_reads_metadata_from_the_cache_not_the_hub(via_proxy, tmp_
     via_proxy.reset_counts()
     _lock(project)
     assert via_proxy.requests_matching("metadata.json") > 0
-    first = read_lockfile(project / "kernels.lock")
+    first = read_lock(project / "kernels.lock", purpose="use").lock
     kept = _kept_metadata(repo_id)
     assert kept
     for name, data in kept.items():
@@ -71,13 +71,13 @@ def test_a_second_lock_reads_metadata_from_the_cache_not_the_hub(via_proxy, tmp_
     via_proxy.reset_counts()
     _lock(project)
     assert via_proxy.requests_matching("metadata.json") == 0
-    assert read_lockfile(project / "kernels.lock") == first
+    assert read_lock(project / "kernels.lock", purpose="use").lock == first
 
 
 def test_a_damaged_kept_metadata_file_is_fetched_again(via_proxy, tmp_path) -> None:
     project = write_project(tmp_path / "app", f'"{REPO_ID}" = ">=1"')
     _lock(project)
-    first = read_lockfile(project / "kernels.lock")
+    first = read_lock(project / "kernels.lock", purpose="use").lock
     kept = _kept_metadata(REPO_ID)
     blobs = cache.repo_dir(REPO_ID) / "blobs"
     for name in kept:
@@ -86,5 +86,5 @@ def test_a_damaged_kept_metadata_file_is_fetched_again(via_proxy, tmp_path) -> N
     via_proxy.reset_counts()
     _lock(project)
     assert via_proxy.requests_matching("metadata.json") == len(kept)
-    assert read_lockfile(project / "kernels.lock") == first
+    assert read_lock(project / "kernels.lock", purpose="use").lock == first
     assert _kept_metadata(REPO_ID) == kept

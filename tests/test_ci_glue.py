@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from kernel_deps import cache
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT, METAL_VARIANT
 from tests.fixtures.projects import write_project
 
@@ -179,7 +179,7 @@ def test_action_steps_download_and_verify_with_the_cache_keyed_on_the_lock(hub_e
     cache_dir = runner / "home" / ".cache" / "kernel-deps"
     assert f"KERNELS_CACHE={cache_dir}\n" in (runner / "env").read_text()
     assert f"path={cache_dir}\n" in (runner / "output").read_text()  # what actions/cache restores and saves
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     assert f"{len(lock.kernels)} variants present and verified ({len(lock.kernels)} downloaded" in results[1].stdout
     assert "kernels.lock, pyproject.toml and the cache agree" in results[2].stdout
     for kernel in lock.kernels:

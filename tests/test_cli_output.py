@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
 
@@ -64,7 +64,7 @@ def test_export_refuses_to_overwrite_the_projects_own_files(cached, tmp_path: Pa
     )
     assert project_files(project) == before  # nothing written
     assert (tmp_path / "hard.lock").read_bytes() == before["kernels.lock"] and (tmp_path / "link.lock").is_symlink()
-    read_lockfile(project / "kernels.lock")  # still kernel-deps' lock
+    read_lock(project / "kernels.lock", purpose="use").lock  # still kernel-deps' lock
 
 
 def test_export_to_dash_is_stdout_and_to_another_file_is_that_file(cached, tmp_path: Path) -> None:
@@ -113,7 +113,7 @@ def test_lock_and_download_into_a_closed_pipe_do_their_work_and_exit_0(hub_env, 
     project = write_project(tmp_path / "app", '"kernels-test/layer-norm" = ">=0.1"\n"kernels-test/flash" = 1')
     result = into_a_closed_pipe("lock", str(project), PYTHONUNBUFFERED=unbuffered)
     assert (result.returncode, result.stderr) == (0, "")
-    assert {k.repo_id for k in read_lockfile(project / "kernels.lock").kernels} == {
+    assert {k.repo_id for k in read_lock(project / "kernels.lock", purpose="use").lock.kernels} == {
         "kernels-test/activation", "kernels-test/flash", "kernels-test/layer-norm",
     }  # fmt: skip
     checked = run_kernels("lock", "--check", str(project), env={"HF_HUB_OFFLINE": "1"})

@@ -1,4 +1,4 @@
-"""kernel_deps.compat: reading locks that other tools wrote, for the pins ``kernels lock`` keeps.
+"""kernel_deps.compat: reading locks that other tools wrote (through ``lockread``), for the pins ``kernels lock`` keeps.
 
 Locks of the Hugging Face ``kernels`` library up to 0.16 (our format without ``version``,
 ``requirement`` and ``dependencies``) and of ``kernels`` 0.17 (``dependency`` / ``lock``
@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from kernel_deps.compat import from_kernels016, is_kernels017, read_prior_pins
+from kernel_deps.compat import from_kernels016
 from kernel_deps.errors import LockfileError
 from kernel_deps.lockfile import Lockfile
+from kernel_deps.lockread import lock_format, parse_lock
 from tests.fixtures.builder import ROTARY
 from tests.fixtures.locks import SHA_A, SHA_B, entries_with, example_text
 
@@ -41,8 +42,13 @@ KERNELS_017_LOCK = """[
 ]"""
 
 
+def prior_commits(text: str, *, source: str) -> dict[str, str]:
+    """Repo id -> commit of the prior pins ``kernels lock`` keeps from the lock ``text``."""
+    return {repo_id: pin.commit for repo_id, pin in parse_lock(text, source=source, purpose="lock").pins.items()}
+
+
 def test_prior_pins_from_a_kernels_017_lock() -> None:
-    assert read_prior_pins(KERNELS_017_LOCK, source="kernels.lock") == {
+    assert prior_commits(KERNELS_017_LOCK, source="kernels.lock") == {
         "kernels-community/activation": "0123456789abcdef0123456789abcdef01234567",
         "kernels-community/rotary": "89abcdef0123456789abcdef0123456789abcdef",
     }
@@ -57,20 +63,20 @@ def test_kernels_017_commits_are_lower_cased_and_conflicting_pins_dropped() -> N
     pins += [pin017("c/d", version=1), pin017("c/d", SHA_B, version=2)]
     text = json.dumps(pins)
     # c/d is pinned at two commits (two majors asked for): no single pin to prefer.
-    assert read_prior_pins(text, source="kernels.lock") == {"a/b": SHA_A}
+    assert prior_commits(text, source="kernels.lock") == {"a/b": SHA_A}
 
 
 def test_prior_pins_from_our_lock_and_a_kernels_016_lock() -> None:
-    assert read_prior_pins(example_text(), source="kernels.lock") == {
+    assert prior_commits(example_text(), source="kernels.lock") == {
         k.repo_id: k.sha for k in Lockfile.from_json(example_text()).kernels
     }
     legacy = [{k: v for k, v in e.items() if k in ("repo_id", "sha", "variants")} for e in entries_with()]
     expected = {"kernels-test/activation": SHA_A, ROTARY: SHA_B}
-    assert read_prior_pins(json.dumps(legacy), source="kernels.lock") == expected
-    assert read_prior_pins("[]", source="kernels.lock") == {}
+    assert prior_commits(json.dumps(legacy), source="kernels.lock") == expected
+    assert prior_commits("[]", source="kernels.lock") == {}
     # kernels 0.16 writes no variants for a repo without build/torch* folders.
     legacy[1]["variants"] = {}
-    assert read_prior_pins(json.dumps(legacy), source="kernels.lock") == expected
+    assert prior_commits(json.dumps(legacy), source="kernels.lock") == expected
     with pytest.raises(LockfileError, match="missing key 'dependencies'"):
         Lockfile.from_json(json.dumps(legacy))
 
@@ -102,7 +108,7 @@ MALFORMED_017 = [
 @pytest.mark.parametrize(("data", "where", "quoted"), MALFORMED_017)
 def test_malformed_kernels_017_lock(data: Any, where: str, quoted: str) -> None:
     with pytest.raises(LockfileError) as info:
-        read_prior_pins(json.dumps(data), source="kernels.lock")
+        prior_commits(json.dumps(data), source="kernels.lock")
     message = str(info.value)
     assert message.startswith("kernels.lock: ") and "(kernels 0.17 lock)" in message
     assert where in message and quoted in message and "\n" not in message
@@ -110,7 +116,7 @@ def test_malformed_kernels_017_lock(data: Any, where: str, quoted: str) -> None:
 
 def test_malformed_prior_lock_in_our_format_is_rejected() -> None:
     with pytest.raises(LockfileError, match=r"'\[1\].sha'"):
-        read_prior_pins(json.dumps(entries_with(sha="abc")), source="kernels.lock")
+        prior_commits(json.dumps(entries_with(sha="abc")), source="kernels.lock")
 
 
 
@@ -126,13 +132,13 @@ def test_kernels_016_entries_upgrade_to_a_lock_without_dependencies() -> None:
     assert [k.version for k in lock.kernels] == [None, None]
     # Our own entries are read as they are, dependencies included.
     assert from_kernels016(json.loads(example_text()), "kernels.lock") == Lockfile.from_json(example_text())
-    assert not is_kernels017(legacy) and not is_kernels017([])
-    assert is_kernels017(json.loads(KERNELS_017_LOCK))
+    assert lock_format(legacy) == "kernels-0.16" and lock_format([]) == "kernel-deps"
+    assert lock_format(json.loads(KERNELS_017_LOCK)) == "kernels-0.17"
 
 
 def test_malformed_kernels_016_lock_has_our_messages() -> None:
     legacy = [{k: v for k, v in e.items() if k in ("repo_id", "sha", "variants")} for e in entries_with(sha="abc")]
     with pytest.raises(LockfileError, match=r"^kernels\.lock: invalid commit 'abc' in '\[1\]\.sha' \(kernels-test/rotary\)"):
-        read_prior_pins(json.dumps(legacy), source="kernels.lock")
+        prior_commits(json.dumps(legacy), source="kernels.lock")
     with pytest.raises(LockfileError, match=r"duplicate repo_id 'kernels-test/rotary' in '\[1\].repo_id' and '\[2\].repo_id'"):
-        read_prior_pins(json.dumps([*legacy[:1], *entries_with()[1:], entries_with()[1]]), source="kernels.lock")
+        prior_commits(json.dumps([*legacy[:1], *entries_with()[1:], entries_with()[1]]), source="kernels.lock")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from kernel_deps.pyproject import read_requirements
 from kernel_deps.settings import EDIT_LOCK_NAME
 from tests.fixtures.cli import run_kernels
@@ -46,7 +46,7 @@ def test_two_adds_at_the_same_moment_both_land_in_pyproject_and_the_lock(hub_env
         assert process.returncode == 0, err
         assert "Added" in out
     assert {r.repo_id for r in read_requirements(project)} == {ROTARY, ACTIVATION, NORM}
-    assert {k.repo_id for k in read_lockfile(project / "kernels.lock").kernels} == {ROTARY, ACTIVATION, NORM}
+    assert {k.repo_id for k in read_lock(project / "kernels.lock", purpose="use").lock.kernels} == {ROTARY, ACTIVATION, NORM}
     # The first to finish removed the lock file the second waited on; the second locked a new one, and removed it.
     assert not (project / EDIT_LOCK_NAME).exists()
     check = run_kernels("lock", "--check", str(project))

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 
 pytestmark = pytest.mark.container
 
@@ -115,7 +115,7 @@ def test_dockerfile_downloads_at_build_time_and_runs_offline(podman_images, img2
     # cache. The kernel cache mount may hold the kernel from an earlier run already.
     build = podman_build(context, "--no-cache", *build_args)
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
-    lock = read_lockfile(context / "kernels.lock").get("kernels-test/img2gray")
+    lock = read_lock(context / "kernels.lock", purpose="use").lock.get("kernels-test/img2gray")
     assert re.search(r"^1 variants present and verified \([01] downloaded", build.stdout, re.M), build.stdout[-4000:]
     assert "kernels.lock, pyproject.toml and the cache agree (1 kernels, 1 cached variants verified)" in build.stdout
 

@@ -49,8 +49,9 @@ def test_every_python_example_of_the_library_page_and_the_readme_runs(
     out = capsys.readouterr().out.splitlines()
     assert re.fullmatch(r"\['\+ kernels-test/activation v1\.2\.0 \([0-9a-f]{12}\)'\]", out[0])  # as its comment shows
     assert out[1].startswith("True False ")  # written, not up to date before
-    assert out[2].startswith("1 0 ")  # one variant fetched
-    assert out[3] == "True"  # verify: nothing disagrees
+    assert re.fullmatch(r"added [0-9a-f]{12}", out[2])  # the change as a record
+    assert out[3].startswith("1 0 ")  # one variant fetched
+    assert out[4] == "True"  # verify: nothing disagrees
     assert out[-1] == "kernel"
     origin = ran["Loading kernels"]["activation"].__kernel_origin__
     assert (origin.repo_id, origin.lock_origin) == ("kernels-test/activation", "project")

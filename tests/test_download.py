@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from kernel_deps import cache
-from kernel_deps.lockfile import read_lockfile
 from kernel_deps.commands.lock import lock_project
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import (
     CPU_VARIANT,
     CUDA_VARIANT,
@@ -58,7 +58,7 @@ def test_download_then_cached_then_zero_requests(hub_env, proxy, locked_app, mon
     root = cache.cache_root()
     result = kernels("download", str(locked_app), HF_ENDPOINT=proxy.url)
     assert result.returncode == 0, result.stderr
-    lock = read_lockfile(locked_app / "kernels.lock")
+    lock = read_lock(locked_app / "kernels.lock", purpose="use").lock
     for kernel in lock.kernels:
         # This machine (torch 2.13 CPU, x86_64 Linux) loads the CPU variant, and only it.
         assert cached_variants(root, kernel.repo_id, kernel.sha) == {CPU_VARIANT}
@@ -95,7 +95,7 @@ def test_a_warm_download_asks_nothing_and_imports_no_hub_client_yet_rehashes(hub
     assert "kernel_deps" in modules and not modules & {"huggingface_hub", "torch"}
 
     # What it calls verified it hashed: a blob changed behind a symlink is found and fetched again.
-    kernel = read_lockfile(locked_app / "kernels.lock").get("kernels-test/flash")
+    kernel = read_lock(locked_app / "kernels.lock", purpose="use").lock.get("kernels-test/flash")
     blob = (cache.variant_dir(cache.find_repo_dir(kernel.repo_id), kernel.sha, CPU_VARIANT) / "_ops.py").resolve()
     blob.write_bytes(blob.read_bytes() + b"# changed\n")
     repaired = kernels("download", str(locked_app), HF_ENDPOINT=proxy.url)
@@ -107,7 +107,7 @@ def test_a_warm_download_asks_nothing_and_imports_no_hub_client_yet_rehashes(hub
 
 def test_downloaded_bytes_equal_the_builder_files(hub_env, locked_app) -> None:
     assert kernels("download", str(locked_app)).returncode == 0
-    lock = read_lockfile(locked_app / "kernels.lock")
+    lock = read_lock(locked_app / "kernels.lock", purpose="use").lock
     layer_norm = lock.get("kernels-test/layer-norm")
     built = hub_env.repos["kernels-test/layer-norm"]
     folder = cache.variant_dir(cache.find_repo_dir("kernels-test/layer-norm"), layer_norm.sha, CPU_VARIANT)
@@ -133,7 +133,7 @@ def test_offline_with_something_missing_fails_clearly(hub_env, locked_app) -> No
 @pytest.mark.parametrize("damage", ["modify", "delete", "add"])
 def test_download_repairs_a_damaged_cache(hub_env, locked_app, damage) -> None:
     assert kernels("download", str(locked_app)).returncode == 0
-    kernel = read_lockfile(locked_app / "kernels.lock").get("kernels-test/flash")
+    kernel = read_lock(locked_app / "kernels.lock", purpose="use").lock.get("kernels-test/flash")
     folder = cache.variant_dir(cache.find_repo_dir("kernels-test/flash"), kernel.sha, CPU_VARIANT)
     target = folder / "layers" / "__init__.py"
     if damage == "modify":
@@ -231,7 +231,7 @@ def test_moved_tag_still_downloads_the_locked_commit(hub_env, tmp_path) -> None:
 
 def test_variant_option_and_all_variants(hub_env, locked_app) -> None:
     root = cache.cache_root()
-    lock = read_lockfile(locked_app / "kernels.lock")
+    lock = read_lock(locked_app / "kernels.lock", purpose="use").lock
     flash = lock.get("kernels-test/flash")
 
     result = kernels("download", str(locked_app), "--variant", METAL_VARIANT, "--quiet")

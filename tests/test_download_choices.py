@@ -11,9 +11,9 @@ import pytest
 
 from kernel_deps import cache
 from kernel_deps.commands.download import download_project
-from kernel_deps.errors import KernelCacheReadError
-from kernel_deps.lockfile import read_lockfile
 from kernel_deps.commands.lock import lock_project
+from kernel_deps.errors import KernelCacheReadError
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
@@ -34,7 +34,7 @@ def project(hub_env, tmp_path) -> Path:
 
 
 def cached_variants(project: Path) -> set[str]:
-    sha = read_lockfile(project / "kernels.lock").get(REPO_ID).sha
+    sha = read_lock(project / "kernels.lock", purpose="use").lock.get(REPO_ID).sha
     repo = cache.find_repo_dir(REPO_ID)
     build = cache.variant_dir(repo, sha, CPU_VARIANT).parent if repo else None
     return {p.name for p in build.iterdir()} if build and build.is_dir() else set()
@@ -97,7 +97,7 @@ def test_an_unreadable_cached_file_is_a_cache_read_error_naming_it(project) -> N
     read is KernelCacheReadError (not a write failure) for a library caller, one line for
     the command, and nothing is fetched over it."""
     assert run_kernels("download", str(project)).returncode == 0
-    sha = read_lockfile(project / "kernels.lock").get(REPO_ID).sha
+    sha = read_lock(project / "kernels.lock", purpose="use").lock.get(REPO_ID).sha
     cached = cache.variant_dir(cache.find_repo_dir(REPO_ID), sha, CPU_VARIANT) / "__init__.py"
     blob = cached.resolve()
     before = blob.read_bytes()

@@ -17,10 +17,11 @@ from filelock import FileLock
 
 from kernel_deps import cache
 from kernel_deps.commands.download import Progress, VariantTask, check_tree_paths, choose_variants, download_lock, download_project
+from kernel_deps.commands.lock import lock_project
 from kernel_deps.errors import UnsafeRepoContentError
 from kernel_deps.hub import TreeFile
-from kernel_deps.lockfile import LockedKernel, read_lockfile
-from kernel_deps.commands.lock import lock_project
+from kernel_deps.lockfile import LockedKernel
+from kernel_deps.lockread import read_lock
 from kernel_deps.variants import system_for_variant
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
@@ -41,7 +42,7 @@ def project(hub_env, tmp_path) -> Path:
 
 
 def _sha(project: Path, repo_id: str = REPO_ID) -> str:
-    return read_lockfile(project / "kernels.lock").get(repo_id).sha
+    return read_lock(project / "kernels.lock", purpose="use").lock.get(repo_id).sha
 
 
 def _cached_variants(project: Path) -> set[str]:
@@ -66,7 +67,7 @@ def _download_json(project: Path) -> dict:
 
 
 def test_choose_variants_takes_the_system_it_is_given(project) -> None:
-    kernel = read_lockfile(project / "kernels.lock").get(REPO_ID)
+    kernel = read_lock(project / "kernels.lock", purpose="use").lock.get(REPO_ID)
     assert choose_variants(kernel, system=system_for_variant(CUDA_VARIANT)) == [CUDA_VARIANT]
     assert choose_variants(kernel, system=system_for_variant(METAL_VARIANT)) == [METAL_VARIANT]
 
@@ -139,7 +140,7 @@ def test_the_report_and_progress_name_each_variant_as_fetched_or_cached(project)
 
 
 def test_a_cache_folder_given_to_the_library_is_where_it_looks_for_cached_variants(project, tmp_path, monkeypatch) -> None:
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     root = tmp_path / "own-cache"
     first = download_lock(lock, variants_for=lambda kernel: [CPU_VARIANT], root=root)
     assert [t.variant for t in first.fetched] == [CPU_VARIANT]

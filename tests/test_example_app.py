@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from kernel_deps.system import detect_system
 from kernel_deps.variants import select_variant
 
@@ -31,7 +31,7 @@ def test_example_app_runs_offline_with_the_locked_kernel(img2gray_hub, hub_env, 
     assert result.returncode == 0, result.stderr
     commit = img2gray_hub.repos["kernels-test/img2gray"].commits["1.1.0"]
     # The variant this machine loads: the best fit among the locked ones, as the loader picks it.
-    locked = read_lockfile(app / "kernels.lock").get("kernels-test/img2gray")
+    locked = read_lock(app / "kernels.lock", purpose="use").lock.get("kernels-test/img2gray")
     assert locked is not None and locked.sha == commit
     variant = select_variant(locked.repo_id, sorted(locked.variants), detect_system())
     assert f"kernel: kernels-test/img2gray 1.1.0 ({variant}, commit {commit[:12]})" in result.stdout

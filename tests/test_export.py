@@ -8,31 +8,20 @@ The real kernels 0.16 and 0.17.2 code runs in subprocesses with the release on
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from kernel_deps.compat import to_kernels017
-from kernel_deps.lockfile import read_lockfile
 from kernel_deps.commands.lock import lock_project
+from kernel_deps.compat import to_kernels017
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
-from tests.fixtures.peers import env_with_peer, lock_with_kernels_016
+from tests.fixtures.peers import WRITE_WITH_017, lock_with_kernels_016, run_peer
 from tests.fixtures.projects import write_project
 
 BASE = "kernels-test/export-base"
 TOP = "kernels-test/export-top"
-
-
-def run_peer(version: str, code: str, *args: str) -> object:
-    """Run ``code`` with kernels ``version`` installed beside kernel-deps; the JSON it prints last."""
-    result = subprocess.run(
-        [sys.executable, "-c", code, *args], env=env_with_peer(version), capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def cli(*args: str) -> CliResult:
@@ -74,7 +63,7 @@ print(json.dumps(out))
 
 
 def test_the_kernels_017_export_is_read_by_kernels_017_itself(hub_env, project: Path, tmp_path: Path) -> None:
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     out = tmp_path / "exported.lock"
     result = cli("export", "--format", "kernels-0.17", "-o", str(out), str(project))
     assert result.returncode == 0, result.stderr
@@ -93,7 +82,7 @@ def test_the_kernels_017_export_is_read_by_kernels_017_itself(hub_env, project: 
     ]  # a range kernels 0.17 cannot express: the locked tag
     # Without -o it goes to stdout, and the project's lock is left as it was.
     assert cli("export", "--format", "kernels-0.17", str(project)).stdout == to_kernels017(lock) + "\n"
-    assert read_lockfile(project / "kernels.lock") == lock
+    assert read_lock(project / "kernels.lock", purpose="use").lock == lock
 
 
 def test_a_kernels_016_lock_is_exported_for_kernels_017_only_once_it_holds_the_transitive_kernels(
@@ -115,7 +104,7 @@ def test_a_kernels_016_lock_is_exported_for_kernels_017_only_once_it_holds_the_t
     assert cli("export", "--format", "kernels-0.16", str(project)).returncode == 0
 
     assert cli("lock", str(project)).returncode == 0  # converts it, keeping TOP's pin, adding BASE
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     assert lock.get(TOP).sha == json.loads(written)[0]["sha"] and lock.get(BASE) is not None
     exported = cli("export", "--format", "kernels-0.17", "-o", str(out), str(project))
     assert exported.returncode == 0, exported.stderr
@@ -130,7 +119,7 @@ def test_the_kernels_017_export_has_the_key_each_parent_asks_with(hub_env, tmp_p
     major its parent's kernel-depends asks for, as kernels 0.17 looks it up."""
     add_export_repos(hub_env)
     project = write_project(tmp_path / "app", f'"{TOP}" = 1\n"{BASE}" = ">=1.0,<1.1"\n', locked=True)
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     assert lock.get(BASE).version == "v1.0.0"  # a tag, not the v1 branch (which is at v1.1.0)
     out = tmp_path / "exported.lock"
     assert cli("export", "--format", "kernels-0.17", "-o", str(out), str(project)).returncode == 0
@@ -151,7 +140,7 @@ print(json.dumps({r: _get_locked_kernel(r, text) for r in sys.argv[2].split(",")
 
 @pytest.mark.parametrize("fmt", ["ours", "kernels-0.16"])
 def test_kernels_016_reads_our_lock_and_its_export(project: Path, tmp_path: Path, fmt: str) -> None:
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     path = project / "kernels.lock"
     if fmt != "ours":
         path = tmp_path / "exported.lock"
@@ -160,17 +149,6 @@ def test_kernels_016_reads_our_lock_and_its_export(project: Path, tmp_path: Path
     read = run_peer("0.16", READ_WITH_016, str(path), ",".join(k.repo_id for k in lock.kernels))
     assert read == {**{k.repo_id: k.sha for k in lock.kernels}, "entries": len(lock.kernels)}
 
-
-WRITE_WITH_017 = """
-import json, sys
-from kernels._rust import KernelDependency, KernelLock, KernelLocks, KernelVersion
-pins = json.loads(sys.argv[2])
-locks = KernelLocks(locks={
-    KernelDependency(repo_id=r, version=KernelVersion.Version(major)): KernelLock(commit=c) for r, major, c in pins
-})
-open(sys.argv[1], "w").write(locks.to_json())
-print("{}")
-"""
 
 
 def test_kernels_lock_converts_a_kernels_017_lock_keeping_its_pins(hub_env, tmp_path: Path) -> None:
@@ -189,18 +167,18 @@ def test_kernels_lock_converts_a_kernels_017_lock_keeping_its_pins(hub_env, tmp_
         "Converted kernels.lock from the Hugging Face kernels 0.17 format to kernel-deps' "
         "(its pins are kept; 'kernels export' writes the old format again)"
     )
-    assert read_lockfile(project / "kernels.lock").get("kernels-test/flash").sha == flash.commits["1.0.0"]
+    assert read_lock(project / "kernels.lock", purpose="use").lock.get("kernels-test/flash").sha == flash.commits["1.0.0"]
     # Converted once: the next run has nothing to say.
     assert lock_project(project).converted_from is None
 
 
 def test_kernels_lock_says_it_converts_a_kernels_016_lock(hub_env, project: Path) -> None:
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     legacy = [{"repo_id": k.repo_id, "sha": k.sha, "variants": {n: {"hash": v.hash, "hash_type": v.hash_type} for n, v in k.variants.items()}} for k in lock.kernels]
     (project / "kernels.lock").write_text(json.dumps(legacy, indent=2))
     result = cli("lock", str(project))
     assert result.returncode == 0 and "from the Hugging Face kernels <= 0.16 format" in result.stdout.splitlines()[0]
-    assert {k.repo_id: k.sha for k in read_lockfile(project / "kernels.lock").kernels} == {k.repo_id: k.sha for k in lock.kernels}
+    assert {k.repo_id: k.sha for k in read_lock(project / "kernels.lock", purpose="use").lock.kernels} == {k.repo_id: k.sha for k in lock.kernels}
 
 
 def test_export_bad_input_is_one_line_and_writes_nothing(project: Path, tmp_path: Path) -> None:
@@ -213,7 +191,7 @@ def test_export_bad_input_is_one_line_and_writes_nothing(project: Path, tmp_path
     empty.mkdir()
     missing = cli("export", "--format", "kernels-0.17", "-o", str(out), str(empty))
     assert missing.returncode == 2 and len(missing.stderr.splitlines()) == 1 and str(empty / "kernels.lock") in missing.stderr
-    (empty / "kernels.lock").write_text(to_kernels017(read_lockfile(project / "kernels.lock")))
+    (empty / "kernels.lock").write_text(to_kernels017(read_lock(project / "kernels.lock", purpose="use").lock))
     theirs = cli("export", "--format", "kernels-0.16", "-o", str(out), str(empty))
     assert theirs.returncode == 2 and "run 'kernels lock' to convert it" in theirs.stderr
     assert not out.exists()

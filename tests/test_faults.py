@@ -16,7 +16,7 @@ from kernel_deps import cache
 from kernel_deps.commands.download import download_project
 from kernel_deps.errors import HubUnavailableError
 from kernel_deps.hub import HubClient
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.downloads import add_repos, all_verified, snapshot_entries
@@ -97,7 +97,7 @@ def test_eight_concurrent_downloads_share_one_cache(hub_env, proxy, tmp_path) ->
     project = write_project(tmp_path / "app", add_repos(hub_env, "crowd", lfs_size=1 << 20, kernels=2), locked=True)
     proxy.latency = 0.02
     env = {**os.environ, "HF_ENDPOINT": proxy.url}
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     # Locking kept each metadata.json it read as a blob, so no download fetches those again.
     files = sum(
         1

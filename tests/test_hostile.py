@@ -12,11 +12,11 @@ import pytest
 
 from kernel_deps import cache, get_locked_kernel
 from kernel_deps.commands.download import UnsafeRepoContentError, VariantTask, check_tree_paths, download_project
+from kernel_deps.commands.lock import lock_project
+from kernel_deps.errors import HubError, InvalidKernelMetadataError
 from kernel_deps.hub import TreeFile
 from kernel_deps.lockfile import LockedKernel
-from kernel_deps.errors import HubError, InvalidKernelMetadataError
-from kernel_deps.lockfile import read_lockfile
-from kernel_deps.commands.lock import lock_project
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT, BuiltRepo, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
@@ -141,7 +141,7 @@ def test_a_kernel_depends_cycle_is_locked_once_each(hub_env, tmp_path) -> None:
     assert lock.repo_ids == ("kernels-test/hostile-cycle-a", "kernels-test/hostile-cycle-b")
     assert lock.get("kernels-test/hostile-cycle-a").dependencies == ("kernels-test/hostile-cycle-b",)
     assert lock.get("kernels-test/hostile-cycle-b").dependencies == ("kernels-test/hostile-cycle-a",)
-    assert read_lockfile(app / "kernels.lock") == lock
+    assert read_lock(app / "kernels.lock", purpose="use").lock == lock
 
 
 def test_a_self_dependency_is_locked_without_looping(hub_env, tmp_path) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from kernel_deps.commands.versions import ListedVersion, VersionListing, list_versions, requirement_for_newest
 from kernel_deps.errors import OfflineError, RepoNotFoundError, UsageError
 from kernel_deps.hub import HubClient
-from kernel_deps.commands.versions import ListedVersion, VersionListing, list_versions, requirement_for_newest
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 
 

@@ -12,9 +12,9 @@ import json
 
 import pytest
 
+from kernel_deps.commands.lock import lock_project
 from kernel_deps.errors import HubError
 from kernel_deps.hub import HubClient
-from kernel_deps.commands.lock import lock_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, DEFAULT_VARIANTS, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.faultproxy import by_kind
 from tests.fixtures.projects import write_project

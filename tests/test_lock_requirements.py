@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lockfile
 from kernel_deps.commands.lock import lock_project
+from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock
+from kernel_deps.lockread import read_lock
 from kernel_deps.pyproject import read_requirements
 from kernel_deps.sync import check_sync
 from tests.fixtures.cli import CliResult, run_kernels
@@ -97,7 +98,7 @@ def test_each_locked_dependency_is_judged_by_what_its_parent_requires(
 
 
 def test_the_lock_records_what_each_kernel_requires_of_its_dependencies(hub_env, project: Path) -> None:
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     assert lock.get(LAYER_NORM).dependencies == (ACTIVATION,)
     assert dict(lock.get(LAYER_NORM).kernel_depends) == {ACTIVATION: (ASKED,)}
     assert lock.get(ACTIVATION).version == "v1.2.0"
@@ -176,7 +177,7 @@ def test_a_lock_without_recorded_requirements_is_read_as_it_is_and_verify_says_w
     assert relock.stdout.splitlines()[0] == (
         f"~ {LAYER_NORM}: records that it requires {ACTIVATION} {ASKED!r} (its kernel-depends)"
     )
-    relocked = read_lockfile(project / "kernels.lock")
+    relocked = read_lock(project / "kernels.lock", purpose="use").lock
     assert dict(relocked.get(LAYER_NORM).kernel_depends) == {ACTIVATION: (ASKED,)}
     assert [(k.repo_id, k.sha) for k in relocked.kernels] == [(e["repo_id"], e["sha"]) for e in entries]
     assert validated(offline("verify", "--json", str(project)), "verify")["notices"] == []
@@ -198,4 +199,4 @@ def test_kernels_lock_puts_back_the_requirements_an_edit_changed_to_match(
     assert relock.returncode == 0, relock.stderr
     assert f"~ {LAYER_NORM}: requires {ACTIVATION} '>=2' -> {ASKED!r}" in relock.stdout
     assert f"~ {ACTIVATION} v2.0.0" in relock.stdout
-    assert read_lockfile(project / "kernels.lock").get(ACTIVATION).version == "v1.2.0"
+    assert read_lock(project / "kernels.lock", purpose="use").lock.get(ACTIVATION).version == "v1.2.0"

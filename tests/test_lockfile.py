@@ -1,4 +1,4 @@
-"""kernel_deps.lockfile: the lock model, strict parse, reading and writing; the lock diff.
+"""kernel_deps.lockfile: the lock model, strict parse and writing; the lock diff (reading a file: test_lockread).
 
 The compatibility tests at the end run the Hugging Face ``kernels`` 0.16 library in a
 subprocess (it is installed apart from .venv, because its ``kernels`` console script
@@ -27,17 +27,16 @@ from hypothesis import strategies as st
 
 from kernel_deps.errors import FileWriteError, LockfileError, UsageError
 from kernel_deps.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
-from kernel_deps.compat import read_prior_pins
 from kernel_deps.lockfile import (
     LockedKernel,
     Lockfile,
     VariantLock,
-    read_lockfile,
     requirement_from_text,
     write_lockfile,
 )
 from kernel_deps.commands.lock import diff_locks
 from kernel_deps.render import change_line
+from kernel_deps.lockread import PURPOSES, parse_lock, read_lock
 from tests.fixtures.builder import (
     CPU_VARIANT,
     CUDA_VARIANT,
@@ -340,8 +339,9 @@ def near_valid_entries(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def parses_or_raises_lockfile_error(text: str) -> None:
-    """The property: any text either parses or raises LockfileError, for both readers."""
-    for read in (Lockfile.from_json, lambda t: read_prior_pins(t, source="kernels.lock")):
+    """The property: any text either parses or raises LockfileError, for the model and the reader's every purpose."""
+    readers = [lambda t, purpose=purpose: parse_lock(t, source="kernels.lock", purpose=purpose) for purpose in PURPOSES]
+    for read in (Lockfile.from_json, *readers):
         try:
             read(text)
         except LockfileError as exc:
@@ -393,33 +393,12 @@ def test_valid_locks_round_trip(lock: Lockfile) -> None:
     text = lock.to_json()
     assert Lockfile.from_json(text) == lock
     assert Lockfile.from_json(text).to_json() == text
-    assert read_prior_pins(text, source="kernels.lock") == {k.repo_id: k.sha for k in lock.kernels}
+    found = parse_lock(text, source="kernels.lock", purpose="lock")
+    assert found.format == "kernel-deps" and found.lock == lock
+    assert {repo_id: pin.commit for repo_id, pin in found.pins.items()} == {k.repo_id: k.sha for k in lock.kernels}
 
 
-# --- reading and writing files ---------------------------------------------------------
-
-
-def test_read_lockfile(tmp_path: Path) -> None:
-    path = tmp_path / "kernels.lock"
-    path.write_text(example_text(), encoding="utf-8")
-    assert read_lockfile(path) == Lockfile.from_json(example_text())
-
-
-def test_read_lockfile_problems_are_lockfile_errors(tmp_path: Path) -> None:
-    missing = tmp_path / "kernels.lock"
-    with pytest.raises(LockfileError, match=r"kernels\.lock: not found; run 'kernels lock'"):
-        read_lockfile(missing)
-    missing.mkdir()
-    with pytest.raises(LockfileError, match="cannot read"):
-        read_lockfile(missing)
-    binary = tmp_path / "binary.lock"
-    binary.write_bytes(b'[{"repo_id": "\xff"}]')
-    with pytest.raises(LockfileError, match="not UTF-8"):
-        read_lockfile(binary)
-    broken = tmp_path / "broken.lock"
-    broken.write_text(json.dumps(entries_with(sha="abc")))
-    with pytest.raises(LockfileError, match=rf"^{str(broken)}: invalid commit 'abc' in '\[1\].sha'"):
-        read_lockfile(broken)
+# --- writing files -------------------------------------------------------------------
 
 
 def test_write_lockfile_writes_once_and_leaves_no_temp(tmp_path: Path) -> None:
@@ -432,7 +411,7 @@ def test_write_lockfile_writes_once_and_leaves_no_temp(tmp_path: Path) -> None:
     after = path.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     assert write_lockfile(path, Lockfile(kernels=(kernel(),))) is True
-    assert read_lockfile(path) == Lockfile(kernels=(kernel(),))
+    assert read_lock(path, purpose="use").lock == Lockfile(kernels=(kernel(),))
     assert os.listdir(tmp_path) == ["kernels.lock"]
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from kernel_deps.errors import LockfileError
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, read_lock_text, read_lockfile, write_lockfile
+from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, write_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.unprivileged import where_modes_apply
 
 SHA = "d08b90c89de2" + "0" * 28
@@ -36,7 +37,7 @@ def entry(repo_id: str = NEW, **changes) -> dict:
 def test_redirected_from_is_read_sorted_and_written_back_under_its_key(tmp_path: Path) -> None:
     path = tmp_path / "kernels.lock"
     path.write_text(json.dumps([entry(redirected_from=[OLD_B, OLD_A]), entry("kernels-test/lfr-plain")]))
-    lock = read_lockfile(path)
+    lock = read_lock(path, purpose="use").lock
     new = lock.get(NEW)
     assert new.redirected_from == (OLD_A, OLD_B)
     # pyproject.toml may still name the old repos: the lock answers with the destination's entry
@@ -49,7 +50,7 @@ def test_redirected_from_is_read_sorted_and_written_back_under_its_key(tmp_path:
     assert written[0]["redirected_from"] == [OLD_A, OLD_B]
     assert list(written[0]) == ["repo_id", "sha", "variants", "version", "dependencies", "redirected_from"]
     assert "redirected_from" not in written[1]  # no redirect, no key
-    assert read_lockfile(path) == lock
+    assert read_lock(path, purpose="use").lock == lock
     assert write_lockfile(path, lock) is False
 
 
@@ -120,7 +121,7 @@ def test_an_unreadable_lock_names_the_reason_only(tmp_path: Path) -> None:
     path.write_text("[]")
     os.chmod(path, 0)
     with pytest.raises(LockfileError) as caught:
-        where_modes_apply(read_lock_text, path)
+        where_modes_apply(read_lock, path, purpose="use")
     assert str(caught.value) == f"{path}: cannot read (Permission denied); check that it is a readable file"
 
 

@@ -8,6 +8,7 @@ progress bar, colour) runs it as a real process, on a pseudo-terminal or piped.
 
 from __future__ import annotations
 
+import json
 import fcntl
 import os
 import pty
@@ -23,7 +24,7 @@ from jsonschema import Draft202012Validator
 
 from kernel_deps import cache
 from kernel_deps.cli import main as cli_main
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
@@ -101,7 +102,7 @@ def test_every_schema_is_documented() -> None:
 
 
 def test_lock_download_verify_outdated_json_match_their_schemas(hub_env, project) -> None:
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
 
     locked = validated(kernels("lock", "--json", str(project)), "lock")
     assert locked["up_to_date"] is True and locked["written"] is False
@@ -146,7 +147,7 @@ def test_lock_download_verify_outdated_json_match_their_schemas(hub_env, project
 
 
 def test_tree_json_matches_its_schema(hub_env, project) -> None:
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     text = (project / "pyproject.toml").read_text()
     (project / "pyproject.toml").write_text(text + '\n[tool.kernels]\ntargets = ["torch213-cxx11-cu128-x86_64-linux"]\n')
     shown = kernels("tree", "--json", str(project))
@@ -298,7 +299,7 @@ def _outdated_report(project: Path) -> tuple[object, str]:
     from kernel_deps.commands.outdated import outdated_project
 
     report = outdated_project(project)
-    assert [k.repo_id for k in report.kernels] == list(read_lockfile(project / "kernels.lock").repo_ids)
+    assert [k.repo_id for k in report.kernels] == list(read_lock(project / "kernels.lock", purpose="use").lock.repo_ids)
     return report, "outdated"
 
 
@@ -341,7 +342,7 @@ def test_export_called_from_python_returns_its_report_and_writes_the_file(hub_en
 
     assert (report.output, report.format, report.lockfile) == (out, "kernels-0.16", project / "kernels.lock")
     assert out.read_text() == report.text
-    assert report.kernels == len(read_lockfile(project / "kernels.lock").kernels)
+    assert report.kernels == len(read_lock(project / "kernels.lock", purpose="use").lock.kernels)
     assert export_project(project, "kernels-0.17").output is None  # no file: the caller shows the text
 
 
@@ -428,7 +429,7 @@ def test_quiet_prints_nothing_on_success_in_either_place(hub_env, project) -> No
 
 def test_quiet_still_prints_problems_and_errors(hub_env, project) -> None:
     assert kernels("download", "-q", str(project)).returncode == 0
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     flash = lock.get("kernels-test/flash")
     folder = cache.variant_dir(cache.find_repo_dir(flash.repo_id), flash.sha, CPU_VARIANT)
     (folder / "extra.txt").write_text("not locked\n")

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from kernel_deps.commands.lock import lock_project
+from kernel_deps.commands.verify import verify_project
 from kernel_deps.errors import ResolutionError
 from kernel_deps.lockfile import LockedKernel, Lockfile
-from kernel_deps.commands.lock import lock_project
 from kernel_deps.spec import parse_requirement
 from kernel_deps.sync import check_sync, entry_satisfies
-from kernel_deps.commands.verify import verify_project
 from tests.fixtures.builder import KernelRepo, Release, commit_release, update_major_branches
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.peers import lock_with_kernels_016

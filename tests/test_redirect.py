@@ -10,9 +10,9 @@ import pytest
 
 from kernel_deps import load_kernel
 from kernel_deps.commands.download import download_project
-from kernel_deps.lockfile import read_lockfile
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.commands.verify import verify_project
+from kernel_deps.lockread import read_lock
 from kernel_deps.render import note_line
 from tests.fixtures.builder import BuiltRepo, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
@@ -55,7 +55,7 @@ def test_a_redirecting_repo_is_locked_at_its_destination_with_a_note(moved, tmp_
     assert (
         f"note: {OLD} redirects to {NEW} (kernel-status.toml on its main branch); locked {NEW}" in result.stdout.splitlines()
     )
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     assert lock.repo_ids == (NEW,)
     entry = lock.get(NEW)
     assert (entry.sha, entry.version, entry.requirement) == (moved.repos[NEW].branches["v1"], "v1", "1")
@@ -176,7 +176,7 @@ def test_a_chain_of_redirects_is_followed_to_its_end_with_a_note(moved, tmp_path
         f"note: {first} redirects to {middle}, which redirects to {NEW} (kernel-status.toml on their main branches); "
         f"locked {NEW}"
     ) in result.stdout.splitlines()
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     assert lock.repo_ids == (NEW,) and lock.get(NEW).redirected_from == (first,)
     assert lock.get(NEW).sha == moved.repos[NEW].branches["v1"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_deps.lockfile import read_lockfile
 from kernel_deps.commands.lock import lock_project
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
@@ -46,7 +46,7 @@ def test_a_range_below_the_newest_release_locks_the_newest_release_it_allows(
     project = write_project(tmp_path / "app", f'"{STEPS}" = "{spec}"')
     result = run_kernels("lock", str(project))
     assert result.returncode == 0, result.stderr
-    entry = read_lockfile(project / "kernels.lock").get(STEPS)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(STEPS)
     assert (entry.version, entry.sha) == (f"v{expected}", repos[STEPS].commits[expected])
 
 
@@ -57,7 +57,7 @@ def test_a_commit_no_ref_points_at_is_locked_by_its_sha(hub_env, repos, tmp_path
     project = write_project(tmp_path / "app", f'"{FLASH}" = {{ revision = "{commit}" }}')
     result = run_kernels("lock", str(project))
     assert result.returncode == 0, result.stderr
-    entry = read_lockfile(project / "kernels.lock").get(FLASH)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(FLASH)
     assert (entry.sha, entry.version) == (commit, None)
 
 
@@ -66,7 +66,7 @@ def test_a_commit_on_a_branch_records_the_branch_name(hub_env, repos, tmp_path) 
     project = write_project(tmp_path / "app", f'"{FLASH}" = {{ revision = "{commit}" }}')
     result = run_kernels("lock", str(project))
     assert result.returncode == 0, result.stderr
-    entry = read_lockfile(project / "kernels.lock").get(FLASH)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(FLASH)
     assert (entry.sha, entry.version) == (commit, "v1")
 
 
@@ -136,7 +136,7 @@ def _build(hub_env, prefix: str, catalogue: dict[str, dict[str, list[tuple[str, 
 
 
 def _locked_versions(project, names: dict[str, str]) -> dict[str, str | None]:
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     return {kernel: (lock.get(repo_id).version if lock.get(repo_id) else None) for kernel, repo_id in names.items()}
 
 
@@ -161,7 +161,7 @@ def test_every_locked_kernel_accepts_the_versions_locked_for_its_dependencies(hu
     # a 3.0.0 needs c <2, and c 1.0.0 needs a <3, so a cannot be 3.0.0; a 2.0.0 needs
     # d <2, and d 1.0.0 needs a 1.0.0.
     assert _locked_versions(project, names) == {"a": "v1.0.0", "b": "v3.0.0", "c": "v2.0.0", "d": "v3.0.0"}
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     assert lock.get(names["b"]).dependencies == (names["a"], names["d"])
 
 
@@ -206,7 +206,7 @@ def test_a_kernel_pinned_by_commit_is_settled_first_and_the_others_get_their_new
     result = run_kernels("lock", str(project))
 
     assert result.returncode == 0, result.stderr
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     assert {k: (lock.get(r).version, lock.get(r).sha) for k, r in names.items()} == {
         "a": ("v1.0.0", commits["a"]["1.0.0"]),
         "b": ("v3.0.0", commits["b"]["3.0.0"]),
@@ -231,7 +231,7 @@ def test_kernels_that_require_each_other_lock_only_what_the_project_reaches(hub_
     result = run_kernels("lock", str(project))
     assert result.returncode == 0, result.stderr
     assert _locked_versions(project, names) == {"a": "v1.0.0", "b": None, "c": "v3.0.0", "d": None}
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     assert (lock.get(names["a"]).dependencies, lock.get(names["c"]).dependencies) == ((), (names["a"],))
 
 

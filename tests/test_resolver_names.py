@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
@@ -31,7 +31,7 @@ def test_a_branch_named_like_a_commit_is_locked_and_recorded_by_its_name(hub_env
     built.git("branch", branch, built.commits["1.0.0"])
     project = write_project(tmp_path / "app", f'"{repo_id}" = {{ revision = "{branch}" }}')
     _lock(project)
-    entry = read_lockfile(project / "kernels.lock").get(repo_id)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(repo_id)
     # Only a lowercase 40-digit hexadecimal revision is a commit; this one is the branch.
     assert (entry.sha, entry.version) == (built.commits["1.0.0"], branch)
 
@@ -42,7 +42,7 @@ def test_a_commit_pin_keeps_its_recorded_tag_when_a_second_tag_lands_on_it(hub_e
     commit = built.commits["1.0.0"]
     project = write_project(tmp_path / "app", f'"{repo_id}" = {{ revision = "{commit}" }}')
     _lock(project)
-    assert read_lockfile(project / "kernels.lock").get(repo_id).version == "v1.0.0"
+    assert read_lock(project / "kernels.lock", purpose="use").lock.get(repo_id).version == "v1.0.0"
     before = (project / "kernels.lock").read_bytes()
 
     built.git("tag", "v1.0.1", commit)  # upstream tags the same commit again
@@ -61,7 +61,7 @@ def test_a_kernel_asked_for_by_major_and_by_range_is_recorded_by_the_tag_both_ac
     # branch name cannot show it meets: the tag names the commit for both.
     project = write_project(tmp_path / "app", f'"{kernel}" = 1\n"{user}" = ">=1"')
     _lock(project)
-    entry = read_lockfile(project / "kernels.lock").get(kernel)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(kernel)
     assert (entry.sha, entry.version) == (built.commits["1.1.0"], "v1.1.0")
     check = run_kernels("lock", "--check", str(project))
     assert check.returncode == 0, check.stdout + check.stderr
@@ -73,7 +73,7 @@ def test_a_major_whose_branch_was_deleted_is_recorded_by_its_newest_tag(hub_env,
     built.git("branch", "-D", "v1")  # main still points at 1.1.0; no v1 branch to record
     project = write_project(tmp_path / "app", f'"{repo_id}" = 1')
     _lock(project)
-    entry = read_lockfile(project / "kernels.lock").get(repo_id)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(repo_id)
     assert (entry.sha, entry.version) == (built.commits["1.1.0"], "v1.1.0")
 
 
@@ -82,7 +82,7 @@ def test_a_range_that_allows_prereleases_still_locks_a_final_release_first(hub_e
     built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"), Release("2.0.0rc1"))))
     project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1.0.0rc1"')
     _lock(project)
-    entry = read_lockfile(project / "kernels.lock").get(repo_id)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(repo_id)
     assert (entry.sha, entry.version) == (built.commits["1.0.0"], "v1.0.0")
 
 
@@ -96,5 +96,5 @@ def test_a_revision_name_on_two_commits_locks_the_one_that_carries_a_version(hub
     built.git("branch", "edge", built.commits["2.0.0rc1"])
     project = write_project(tmp_path / "app", f'"{repo_id}" = {{ revision = "edge" }}')
     _lock(project)
-    entry = read_lockfile(project / "kernels.lock").get(repo_id)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(repo_id)
     assert (entry.sha, entry.version) == (built.commits["2.0.0rc1"], "edge")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
@@ -143,7 +143,7 @@ def test_a_version_passed_over_for_a_conflict_is_no_held_back_note(hub_env, tmp_
     result = run_kernels("lock", str(project))
 
     assert result.returncode == 0, result.stderr
-    assert read_lockfile(project / "kernels.lock").get(kernel).sha == built.commits["1.1.0"]
+    assert read_lock(project / "kernels.lock", purpose="use").lock.get(kernel).sha == built.commits["1.1.0"]
     assert "note:" not in result.stdout
 
 
@@ -152,7 +152,7 @@ def test_a_pinned_commit_gone_from_the_hub_is_a_clear_error_with_targets_too(hub
     hub_env.add_repo(KernelRepo(kernel, (Release("1.0.0", variants=(CPU_VARIANT,)),)))
     project = write_project(tmp_path / "app", f'"{kernel}" = ">=1,<2"', extra=_targets(CPU_VARIANT))
     assert run_kernels("lock", str(project)).returncode == 0
-    old = read_lockfile(project / "kernels.lock").get(kernel).sha
+    old = read_lock(project / "kernels.lock", purpose="use").lock.get(kernel).sha
     before = (project / "kernels.lock").read_bytes()
     hub_env.add_repo(KernelRepo(kernel, (Release("1.0.0", variants=(CPU_VARIANT,), lfs_size=100),)))  # rewritten
 
@@ -182,5 +182,5 @@ def test_a_version_another_kernel_rules_out_is_no_held_back_note(hub_env, tmp_pa
     result = run_kernels("lock", str(project))
 
     assert result.returncode == 0, result.stderr
-    assert read_lockfile(project / "kernels.lock").get(b).sha == built.commits["1.1.0"]
+    assert read_lock(project / "kernels.lock", purpose="use").lock.get(b).sha == built.commits["1.1.0"]
     assert "note:" not in result.stdout

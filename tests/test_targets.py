@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kernel_deps import cache
-from kernel_deps.lockfile import read_lockfile
 from kernel_deps.commands.lock import lock_project
+from kernel_deps.lockread import read_lock
 from kernel_deps.render import note_line
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
@@ -57,7 +57,7 @@ def test_a_target_holds_a_kernel_at_the_newest_release_that_serves_it(hub_env, t
     project = project_with_targets(tmp_path / "app", f'"{DROPPED}" = ">=1,<2"', [CUDA_VARIANT, CPU_VARIANT])
     result = kernels("lock", str(project))
     assert result.returncode == 0, result.stderr
-    entry = read_lockfile(project / "kernels.lock").get(DROPPED)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(DROPPED)
     assert (entry.version, entry.sha) == ("v1.1.0", target_repos[DROPPED].commits["1.1.0"])
     assert f"note: {DROPPED} v1.1.0 (v1.2.0 has no build for {CUDA_VARIANT})" in result.stdout
 
@@ -113,7 +113,7 @@ def test_torch_universal_serves_any_target(hub_env, target_repos, tmp_path) -> N
 def test_download_target_fetches_and_verifies_exactly_that_cuda_build(hub_env, target_repos, tmp_path) -> None:
     project = project_with_targets(tmp_path / "app", f'"{DROPPED}" = ">=1,<2"', [CUDA_VARIANT, CPU_VARIANT])
     lock_project(project)
-    entry = read_lockfile(project / "kernels.lock").get(DROPPED)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(DROPPED)
 
     result = kernels("download", str(project), "--target", CUDA_VARIANT)
     assert result.returncode == 0, result.stderr
@@ -210,7 +210,7 @@ def test_check_and_verify_report_a_target_added_since_the_lock_was_made(hub_env,
     assert (problem["kind"], problem["repo_id"], problem["expected"]) == ("target-not-served", DROPPED, CUDA_VARIANT)
 
     relocked = kernels("lock", str(project))
-    assert relocked.returncode == 0 and read_lockfile(project / "kernels.lock").get(DROPPED).version == "v1.1.0"
+    assert relocked.returncode == 0 and read_lock(project / "kernels.lock", purpose="use").lock.get(DROPPED).version == "v1.1.0"
     assert kernels("verify", str(project), HF_HUB_OFFLINE="1").returncode == 0
 
 
@@ -223,7 +223,7 @@ def test_build_folders_with_names_kernel_deps_cannot_parse_are_listed_as_skipped
     result = kernels("lock", str(project))
     assert result.returncode == 0, result.stderr
     assert f"note: {repo_id} v1.0.0 (" in result.stdout and f"skipped build/{odd}" in result.stdout
-    assert set(read_lockfile(project / "kernels.lock").get(repo_id).variants) == {CPU_VARIANT}
+    assert set(read_lock(project / "kernels.lock", purpose="use").lock.get(repo_id).variants) == {CPU_VARIANT}
 
 
 def test_outdated_offers_only_an_upgrade_that_serves_every_target(hub_env, target_repos, tmp_path) -> None:
@@ -255,7 +255,7 @@ def test_add_without_a_range_starts_from_the_newest_release_that_serves_every_ta
     result = kernels("add", DROPPED, str(project))
     assert result.returncode == 0, result.stderr
     assert f'Added {DROPPED} = ">=1.1.0,<2"' in result.stdout
-    assert read_lockfile(project / "kernels.lock").get(DROPPED).version == "v1.1.0"
+    assert read_lock(project / "kernels.lock", purpose="use").lock.get(DROPPED).version == "v1.1.0"
 
     unservable = project_with_targets(tmp_path / "other", f'"{UNIVERSAL}" = ">=1"', [OLD_TORCH_TARGET])
     before = (unservable / "pyproject.toml").read_bytes()

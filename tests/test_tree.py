@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from kernel_deps.cli import main as cli_main
-from kernel_deps.lockfile import read_lockfile
 from kernel_deps.commands.lock import lock_project
+from kernel_deps.lockread import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, STABLE_ABI_VARIANT, UNIVERSAL_VARIANT
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
@@ -36,7 +36,7 @@ def locked_project(tmp_path: Path, deps: str, targets: list[str]) -> Path:
 
 def test_tree_shows_who_requires_what_and_the_build_per_target(hub_env, tmp_path) -> None:
     project = locked_project(tmp_path, f'"{LAYER_NORM}" = ">=0.1"\n"{UNIVERSAL}" = ">=1"', [CUDA_VARIANT, CPU_VARIANT])
-    lock = read_lockfile(project / "kernels.lock")
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
     short = {k.repo_id: k.sha[:12] for k in lock.kernels}
 
     result = kernels("tree", str(project), HF_HUB_OFFLINE="1")
@@ -114,7 +114,7 @@ def test_tree_is_offline_and_imports_neither_huggingface_hub_nor_torch(tmp_path)
 @pytest.mark.parametrize("into", ["pipe", "file"])
 def test_tree_draws_in_ascii_where_the_output_has_no_box_drawing_characters(hub_env, tmp_path, into) -> None:
     project = locked_project(tmp_path, f'"{LAYER_NORM}" = ">=0.1"\n"{UNIVERSAL}" = ">=1"', [CPU_VARIANT])
-    short = {k.repo_id: k.sha[:12] for k in read_lockfile(project / "kernels.lock").kernels}
+    short = {k.repo_id: k.sha[:12] for k in read_lock(project / "kernels.lock", purpose="use").lock.kernels}
     drawn = [
         f"{project} (kernels.lock)",
         f"|-- {LAYER_NORM} >=0.1 -> v0.2.0 ({short[LAYER_NORM]})",

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from kernel_deps import cache
+from kernel_deps.commands.lock import lock_project
+from kernel_deps.commands.verify import CACHE_KINDS, HUB_KINDS, SYNC_KINDS, Problem, check_cache, check_sync, verify_project
 from kernel_deps.errors import LockfileError, PyprojectError, UsageError
 from kernel_deps.hashing import is_hashed_path
 from kernel_deps.hub import HubClient
 from kernel_deps.lockfile import Lockfile
-from kernel_deps.commands.lock import lock_project
 from kernel_deps.pyproject import read_requirements
 from kernel_deps.variants import system_for_variant
-from kernel_deps.commands.verify import CACHE_KINDS, HUB_KINDS, SYNC_KINDS, Problem, check_cache, check_sync, verify_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release, git_blob_id
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project

@@ -13,10 +13,10 @@ import pytest
 
 from kernel_deps import cache
 from kernel_deps.commands.download import download_project
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.commands.verify import verify_project
+from kernel_deps.lockread import read_lock
 from kernel_deps.system import detect_system
 from kernel_deps.variants import select_variant
-from kernel_deps.commands.verify import verify_project
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 from tests.fixtures.unprivileged import where_modes_apply
@@ -35,7 +35,7 @@ def unreadable_variant(hub_env, tmp_path):
     project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
     download_project(project)
     assert verify_project(project, require_cached=True).ok  # complete and intact before the file is locked away
-    entry = read_lockfile(project / "kernels.lock").get(ROTARY)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(ROTARY)
     variant = select_variant(ROTARY, entry.variants, detect_system())
     folder = cache.variant_dir(cache.repo_dir(ROTARY), entry.sha, variant)
     blob = (folder / "__init__.py").resolve()
@@ -73,7 +73,7 @@ def test_an_unreadable_variant_does_not_stop_the_others_being_checked(hub_env, t
     project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
     download_project(project, all_variants=True)
     assert len(verify_project(project).verified) == 3
-    entry = read_lockfile(project / "kernels.lock").get(ROTARY)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(ROTARY)
     first, *others = sorted(entry.variants)  # checked in lock order: the first one fails
     blob = (cache.variant_dir(cache.repo_dir(ROTARY), entry.sha, first) / "__init__.py").resolve()
     blob.chmod(0)

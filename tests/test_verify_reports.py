@@ -8,10 +8,10 @@ import shutil
 
 from kernel_deps import cache
 from kernel_deps.commands.download import download_project
-from kernel_deps.lockfile import read_lockfile
+from kernel_deps.commands.verify import verify_project
+from kernel_deps.lockread import read_lock
 from kernel_deps.system import detect_system
 from kernel_deps.variants import select_variant
-from kernel_deps.commands.verify import verify_project
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
@@ -138,7 +138,7 @@ def test_a_cache_root_given_to_verify_is_where_every_check_looks(hub_env, tmp_pa
     monkeypatch.setenv("KERNELS_CACHE", str(elsewhere))
     download_project(project)
     monkeypatch.delenv("KERNELS_CACHE")
-    entry = read_lockfile(project / "kernels.lock").get(ROTARY)
+    entry = read_lock(project / "kernels.lock", purpose="use").lock.get(ROTARY)
     build = cache.variant_dir(cache.repo_dir(ROTARY, root=elsewhere), entry.sha, CPU_VARIANT).parent
     stray = build / "torch-stray"
     stray.mkdir()

@@ -1,94 +1,35 @@
-"""Other tools' lock formats: what kernel-deps takes from a lock it did not write.
+"""Other tools' lock formats: their entries read as strictly as those tools read them, and ours written in theirs.
 
-``kernels lock`` keeps the commits a prior ``kernels.lock`` pins, whichever tool wrote it:
-
-- kernel-deps itself (:mod:`kernel_deps.lockfile`);
 - the Hugging Face ``kernels`` library up to 0.16, whose entries are ours without
-  ``version``, ``requirement`` and ``dependencies``;
+  ``version``, ``requirement`` and ``dependencies`` (:func:`from_kernels016`);
 - ``kernels`` 0.17, a list of ``{"dependency": {"repo-id", "version" | "revision"},
-  "lock": {"commit"}}``; it may pin one repo at several commits (one per version asked for).
+  "lock": {"commit"}}``; it may pin one repo at several commits, one per version asked
+  for (:func:`kernels017_named_pins`).
 
-Each format has its reader here, as strict as the tool that writes it, and a writer for
-one would sit beside its reader. The format of a file is told by its first entry.
-
-``kernels download``, ``kernels verify`` and the loader use a kernels <= 0.16 lock as it
-is (it pins commits and variant hashes, all they need) and never rewrite it; a kernels
-0.17 lock carries no hashes, so they refuse it and say how to convert it.
+Which format a file is in, and what each command takes from it, is decided once, by
+:mod:`kernel_deps.lockread`, which reads every lock through the readers here. A writer
+for a format sits beside its reader.
 
 Our lock is written in either of their formats by :func:`to_kernels016` and
 :func:`to_kernels017` (``kernels export``, :mod:`kernel_deps.commands.export`), so a
 project can hand its pins to a tool that reads only those.
 
-This module imports :mod:`kernel_deps.lockfile` (the model, its JSON helpers),
-``projectedit`` (a lock is not read for use mid-edit) and ``errors``.
+This module imports :mod:`kernel_deps.lockfile` (the model, its JSON helpers) and
+``errors``; ``lockread`` only inside :func:`export_lock` (``lockread`` imports this module).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from kernel_deps.errors import LockfileError
-from kernel_deps.lockfile import (
-    COMMIT_SHA,
-    FieldError,
-    Lockfile,
-    check_object,
-    invalid,
-    load_entries,
-    parse_entries,
-    read_lock_text,
-    repo_id_problem,
-)
-from kernel_deps.projectedit import refuse_pending_edit
+from kernel_deps.lockfile import COMMIT_SHA, FieldError, Lockfile, check_object, invalid, parse_entries, repo_id_problem
 
 __all__ = [
-    "KERNELS_016", "KERNELS_017", "from_kernels016", "is_kernels017",
-    "kernels017_named_pins", "kernels017_pins", "parse_lock_for_use", "read_lock_for_use", "read_prior_pins",
-    "to_kernels016", "to_kernels017", "written_by_kernels016",
+    "from_kernels016", "kernels017_named_pins", "to_kernels016", "to_kernels017",
 ]  # fmt: skip
-
-KERNELS_016 = "Hugging Face kernels <= 0.16"
-KERNELS_017 = "Hugging Face kernels 0.17"
-
-
-def read_lock_for_use(path: Path) -> tuple[Lockfile, str | None]:
-    """The lock at ``path`` for download, verify and the loader, and which other tool
-    wrote it (None: kernel-deps). See :func:`parse_lock_for_use`. PendingEditError with an
-    edit journal beside it: a lock read for use is never read mid-edit."""
-    refuse_pending_edit(Path(path))
-    return parse_lock_for_use(read_lock_text(path), source=str(path))
-
-
-def parse_lock_for_use(text: str, *, source: str) -> tuple[Lockfile, str | None]:
-    """Our lock, or a kernels <= 0.16 lock as it is; a kernels 0.17 lock is refused with
-    what to do, since it pins commits but no variant hashes to verify against."""
-    data = load_entries(text, source)
-    if is_kernels017(data):
-        raise LockfileError(
-            f"{source}: written by Hugging Face kernels 0.17, which records commits but no variant hashes, "
-            "so nothing could be verified against it; run 'kernels lock' to convert it (its pins are kept)"
-        )
-    return from_kernels016(data, source), KERNELS_016 if written_by_kernels016(data) else None
-
-
-def written_by_kernels016(data: list[Any]) -> bool:
-    """Whether decoded lock entries (ours or kernels <= 0.16's) were written by kernels <= 0.16."""
-    return any(isinstance(entry, dict) and "dependencies" not in entry for entry in data)
-
-
-def read_prior_pins(text: str, *, source: str) -> dict[str, str]:
-    """Repo id -> locked commit, from our lock, a kernels <= 0.16 lock or a kernels 0.17 lock.
-
-    A repo that a kernels 0.17 lock pins at several commits gets no pin, so the resolver
-    chooses afresh.
-    """
-    data = load_entries(text, source)
-    if is_kernels017(data):
-        return kernels017_pins(data, source)
-    return {k.repo_id: k.sha for k in from_kernels016(data, source).kernels}
 
 
 # -- kernels <= 0.16 ----------------------------------------------------------------------------
@@ -108,16 +49,6 @@ def from_kernels016(data: list[Any], source: str) -> Lockfile:
 
 
 # -- kernels 0.17 -------------------------------------------------------------------------------
-
-
-def is_kernels017(data: list[Any]) -> bool:
-    """Whether decoded lock entries are in the kernels 0.17 format (told by the first entry)."""
-    return bool(data) and isinstance(data[0], dict) and ("dependency" in data[0] or "lock" in data[0])
-
-
-def kernels017_pins(data: list[Any], source: str) -> dict[str, str]:
-    """Repo id -> commit of decoded kernels 0.17 entries; repos pinned at two commits are left out."""
-    return {repo_id: commit for repo_id, (commit, _) in kernels017_named_pins(data, source).items()}
 
 
 def kernels017_named_pins(data: list[Any], source: str) -> dict[str, tuple[str, str | None]]:

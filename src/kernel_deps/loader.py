@@ -43,9 +43,8 @@ from kernel_deps.errors import (
     LockNotFoundError,
     UsageError,
 )
-from kernel_deps.compat import parse_lock_for_use, read_lock_for_use
-from kernel_deps.projectedit import refuse_pending_edit
 from kernel_deps.lockfile import LockedKernel, Lockfile
+from kernel_deps.lockread import parse_lock, read_lock
 from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.variants import select_variant
@@ -84,10 +83,10 @@ class KernelOrigin:
 def find_lock(lockfile: str | os.PathLike[str] | None = None, *, caller: str | None = None) -> LockSource:
     """The lock to enforce, searched in the documented order."""
     if lockfile is not None:
-        return LockSource(_read_lock(Path(lockfile)), "argument", str(lockfile))
+        return LockSource(read_lock(Path(lockfile), purpose="load").lock, "argument", str(lockfile))
     from_env = os.environ.get("KERNELS_LOCKFILE")
     if from_env:
-        return LockSource(_read_lock(Path(from_env)), "KERNELS_LOCKFILE", from_env)
+        return LockSource(read_lock(Path(from_env), purpose="load").lock, "KERNELS_LOCKFILE", from_env)
     caller = caller if caller is not None else calling_module()
     embedded = _embedded_lock(caller) if caller else None
     if embedded is not None:
@@ -108,28 +107,11 @@ def _project_lock(start: Path, caller: str | None) -> LockSource:
                 f"the project {folder} has no kernels.lock beside its pyproject.toml{where}: "
                 f"run 'kernels lock' in {folder}, or pass lockfile= or set KERNELS_LOCKFILE"
             )
-        return LockSource(_read_lock(candidate), "project", str(candidate))  # one that is no file is named
+        # One that is no file is named in the error.
+        return LockSource(read_lock(candidate, purpose="load").lock, "project", str(candidate))
     raise LockNotFoundError(
         f"no kernels.lock found{where}: pass lockfile=, set KERNELS_LOCKFILE, or run 'kernels lock' in the project"
     )
-
-
-_parsed_locks: dict[Path, tuple[tuple[int, int], Lockfile]] = {}
-
-
-def _read_lock(path: Path) -> Lockfile:
-    """The lock at ``path`` (ours or kernels <= 0.16's), parsed again only when the file
-    changes (size or mtime); never while an edit journal lies beside it."""
-    refuse_pending_edit(path)
-    try:
-        stat = path.stat()
-        key = (stat.st_mtime_ns, stat.st_size)
-    except OSError:
-        return read_lock_for_use(path)[0]  # raises the usual, clear error
-    cached = _parsed_locks.get(path)
-    if cached is None or cached[0] != key:
-        cached = _parsed_locks[path] = (key, read_lock_for_use(path)[0])
-    return cached[1]
 
 
 @lru_cache(maxsize=1)
@@ -177,7 +159,8 @@ def _embedded_lock(module_name: str) -> LockSource | None:
         text = dist.read_text(LOCK_NAME) or dist.read_text(f"extra_metadata/{LOCK_NAME}")
         if text is not None:
             source = f"{dist_name} {dist.version} (installed distribution)"
-            return LockSource(parse_lock_for_use(text, source=f"{dist_name}:{LOCK_NAME}")[0], f"distribution {dist_name}", source)
+            lock = parse_lock(text, source=f"{dist_name}:{LOCK_NAME}", purpose="load").lock
+            return LockSource(lock, f"distribution {dist_name}", source)
     return None
 
 

@@ -1,4 +1,4 @@
-"""The ``kernels.lock`` model and its strict parse; reading and writing the file.
+"""The ``kernels.lock`` model and its strict parse; writing the file.
 
 The format (docs/locking.md) is a JSON list sorted by ``repo_id``. Each rule of the format
 is checked in one place:
@@ -13,8 +13,9 @@ is checked in one place:
   (``'[1].variants.x.hash'``), and :meth:`Lockfile.from_json` turns each into one
   :class:`LockfileError` line naming the file, the entry and the key.
 
-Other tools' lock formats are read in :mod:`kernel_deps.compat`, through the helpers
-below; files are written through :mod:`kernel_deps.atomicfile`. This module imports
+A file is read (in whichever format) by :mod:`kernel_deps.lockread`, and other tools'
+entries by :mod:`kernel_deps.compat`, through the helpers below; files are written
+through :mod:`kernel_deps.atomicfile`. This module imports
 ``errors``, ``hashing``, ``spec`` (the repo id rule), ``variants`` (the longest variant
 name) and ``atomicfile``, nothing heavier.
 """
@@ -44,8 +45,7 @@ from kernel_deps.spec import (
 from kernel_deps.variants import MAX_NAME_LENGTH as MAX_VARIANT_NAME_LENGTH
 
 __all__ = [
-    "LockedKernel", "Lockfile", "VariantLock", "read_lock_text", "read_lockfile", "requirement_from_text",
-    "write_lockfile",
+    "LockedKernel", "Lockfile", "VariantLock", "lock_path", "requirement_from_text", "write_lockfile",
 ]  # fmt: skip
 
 COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
@@ -367,33 +367,12 @@ class Lockfile:
         return parse_entries(load_entries(text, source), source)
 
 
-# -- files ----------------------------------------------------------------------------------
-
-
-def read_lock_text(path: Path, *, missing_ok: bool = False) -> str | None:
-    """The text of the lock at ``path`` (None when absent and ``missing_ok``); LockfileError otherwise."""
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        if missing_ok:
-            return None
-        raise LockfileError(f"{path}: not found; run 'kernels lock' to create it") from None
-    except OSError as exc:
-        raise LockfileError(f"{path}: cannot read ({exc.strerror or exc}); check that it is a readable file") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LockfileError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); rerun 'kernels lock'") from None
+# -- the file -----------------------------------------------------------------------------------
 
 
 def lock_path(project_dir: Path) -> Path:
     """Where a project's lock lives."""
     return Path(project_dir) / LOCK_NAME
-
-
-def read_lockfile(path: Path) -> Lockfile:
-    """Read and validate the lock at ``path``."""
-    return Lockfile.from_json(read_lock_text(path), source=str(path))
 
 
 def write_lockfile(path: Path, lock: Lockfile) -> bool:

@@ -34,10 +34,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel_deps.errors import KernelDepsError, PyprojectError
 from kernel_deps.settings import ALLOW_STALE_ENV, LOCK_NAME, PYPROJECT_NAME, env_flag
+
+if TYPE_CHECKING:
+    from kernel_deps.lockread import LockRead
 
 ALLOW_STALE_KEY = "allow-stale-lock"
 _OPT_OUT = f"set {ALLOW_STALE_ENV}=1 or add '{ALLOW_STALE_KEY} = true' under [tool.kernels] in pyproject.toml"
@@ -77,7 +80,7 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
         return BuildLock()
     allow_stale, why = _allow_stale(kernels_table, pyproject)
 
-    from kernel_deps.lockfile import Lockfile, read_lock_text
+    from kernel_deps.lockread import read_lock
     from kernel_deps.pyproject import targets_from_table
     from kernel_deps.sync import check_sync, check_targets  # the static rules of `kernels lock --check`: no network
 
@@ -94,11 +97,10 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
             "exist, so the wheel carries no kernel lock and load_kernel() will not find one for this package; "
             f"run 'kernels lock' in {project_dir} and build again",
         ))  # fmt: skip
-    text = read_lock_text(path)
-    foreign = _foreign_lock_warning(text, path, project_dir)
-    if foreign is not None:
-        return BuildLock(text, path, (foreign,))
-    lock = Lockfile.from_json(text, source=str(path))
+    found = read_lock(path, purpose="embed")  # any tool's lock, checked as strictly as that tool reads it
+    text, lock = found.text, found.lock
+    if found.written_by is not None:
+        return BuildLock(text, path, (_foreign_lock_warning(found, path, project_dir),))
     problems = [problem.message for problem in (*check_sync(requirements, lock), *check_targets(targets, lock))]
     if not problems:
         return BuildLock(text, path)
@@ -114,34 +116,24 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
     )
 
 
-def _foreign_lock_warning(text: str, path: Path, project_dir: Path) -> str | None:
-    """For a lock the Hugging Face library wrote, what to warn while embedding it as it is; None for ours.
+def _foreign_lock_warning(found: LockRead, path: Path, project_dir: Path) -> str:
+    """For a lock the Hugging Face library wrote, what to warn while embedding it as it is.
 
     With both packages installed, a setuptools build runs both ``kernels.lock`` writers on
     the same file: embedding their lock byte for byte, as their writer does, keeps one
     correct copy whichever runs last. Its sync with pyproject cannot be checked: it
     records no requirements.
     """
-    from kernel_deps.compat import KERNELS_016, KERNELS_017, is_kernels017, kernels017_pins, written_by_kernels016
-    from kernel_deps.lockfile import load_entries
-
-    data = load_entries(text, str(path))
-    if is_kernels017(data):
-        kernels017_pins(data, str(path))  # as strict as kernels 0.17 reads it
+    if found.format == "kernels-0.17":
         return (
-            f"{path} was written by {KERNELS_017}; the wheel carries it as it is, for that library's loader, but "
+            f"{path} was written by {found.written_by}; the wheel carries it as it is, for that library's loader, but "
             "kernel-deps' loader refuses it (it records no variant hashes) and its sync with pyproject.toml is not "
             f"checked; run 'kernels lock' in {project_dir} to convert it, keeping its pins"
         )
-    if written_by_kernels016(data):
-        from kernel_deps.compat import from_kernels016
-
-        from_kernels016(data, str(path))  # as strict as our own lock
-        return (
-            f"{path} was written by {KERNELS_016}: it records no versions or requirements, so its sync with "
-            f"pyproject.toml is not checked; run 'kernels lock' in {project_dir} to convert it, keeping its pins"
-        )
-    return None
+    return (
+        f"{path} was written by {found.written_by}: it records no versions or requirements, so its sync with "
+        f"pyproject.toml is not checked; run 'kernels lock' in {project_dir} to convert it, keeping its pins"
+    )
 
 
 def _allow_stale(kernels_table: dict[str, Any], pyproject: Path) -> tuple[bool, str]:

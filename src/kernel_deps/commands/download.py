@@ -419,14 +419,14 @@ def download_project(
     """Download what ``<project_dir>/kernels.lock`` pins, for this machine unless told otherwise:
     every variant, the named ``variants``, or the builds that serve the named ``targets``
     (or every target pyproject.toml declares, ``all_targets``)."""
-    from kernel_deps.compat import read_lock_for_use
+    from kernel_deps.lockread import read_lock
     from kernel_deps.pyproject import read_targets
 
     if all_variants and (variants or targets or all_targets):
         raise UsageError("--all-variants downloads every variant; drop --variant, --target and --all-targets")
     declared = read_targets(Path(project_dir)) if all_targets else ()
     chosen_targets = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
-    lock, _ = read_lock_for_use(Path(project_dir) / LOCK_NAME)  # ours or kernels <= 0.16's, never rewritten
+    lock = read_lock(Path(project_dir) / LOCK_NAME, purpose="use").lock  # ours or kernels <= 0.16's, never rewritten
     system = None if (all_variants or variants or chosen_targets) else detect_system()
 
     def variants_for(kernel: LockedKernel) -> list[str]:

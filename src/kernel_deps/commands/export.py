@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernel_deps.atomicfile import write_text
-from kernel_deps.compat import KERNELS_016, read_lock_for_use, to_kernels016, to_kernels017
+from kernel_deps.compat import to_kernels016, to_kernels017
 from kernel_deps.errors import LockfileError, UsageError
 from kernel_deps.lockfile import Lockfile, lock_path
+from kernel_deps.lockread import read_lock
 from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
 
 # Formats ``kernels export`` writes: name -> writer.
@@ -59,18 +60,18 @@ def export_lock(path: Path, format_name: str) -> tuple[str, Lockfile]:
     writer = EXPORT_FORMATS.get(format_name)
     if writer is None:
         raise UsageError(f"unknown export format {format_name!r}; use one of {', '.join(sorted(EXPORT_FORMATS))}")
-    lock, written_by = read_lock_for_use(path)
-    if format_name == "kernels-0.17" and written_by == KERNELS_016:
-        raise LockfileError(_incomplete_for_kernels017(path, lock))
-    return writer(lock), lock
+    found = read_lock(path, purpose="use")
+    if format_name == "kernels-0.17" and found.format == "kernels-0.16":
+        raise LockfileError(_incomplete_for_kernels017(path, found.lock, found.written_by))
+    return writer(found.lock), found.lock
 
 
-def _incomplete_for_kernels017(path: Path, lock: Lockfile) -> str:
+def _incomplete_for_kernels017(path: Path, lock: Lockfile, written_by: str) -> str:
     """Why a kernels <= 0.16 lock cannot be exported for kernels 0.17: it locks no transitive kernels."""
     names = [k.repo_id for k in lock.kernels]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     return (
-        f"{path}: written by {KERNELS_016}, which locks no kernel a kernel depends on, so a kernels-0.17 export "
+        f"{path}: written by {written_by}, which locks no kernel a kernel depends on, so a kernels-0.17 export "
         f"would lack whatever {shown} depend on (kernels 0.17 then refuses to load those as not locked); "
         "run 'kernels lock' first (it converts the lock, keeping its pins, and adds the kernels they depend on), "
         "then export"

@@ -6,23 +6,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
-from kernel_deps.compat import (
-    KERNELS_016,
-    KERNELS_017,
-    from_kernels016,
-    is_kernels017,
-    kernels017_named_pins,
-    written_by_kernels016,
-)
 from kernel_deps.lockfile import (
     LockedKernel,
     Lockfile,
     VariantLock,
-    load_entries,
     lock_path,
-    read_lock_text,
     write_lockfile,
 )
+from kernel_deps.lockread import read_lock
 from kernel_deps.projectedit import editing
 from kernel_deps.pyproject import read_project, read_targets
 from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
@@ -181,24 +172,6 @@ class LockReport:
         }
 
 
-def read_previous_lock(path: Path) -> tuple[Lockfile | None, dict[str, Pin], bytes | None, str | None]:
-    """The prior lock (None when absent or in kernels 0.17's format), its pins, its bytes,
-    and which other tool wrote it (None: kernel-deps, or no lock)."""
-    text = read_lock_text(path, missing_ok=True)
-    if text is None:
-        return None, {}, None, None
-    data = load_entries(text, str(path))  # each format below is read as strictly as its tool reads it
-    if is_kernels017(data):
-        # A kernels 0.17 lock: its commits are kept, its layout is replaced.
-        named = kernels017_named_pins(data, str(path))
-        pins = {repo_id: Pin(commit, ref) for repo_id, (commit, ref) in named.items()}
-        return None, pins, text.encode("utf-8"), KERNELS_017
-    previous = from_kernels016(data, str(path))  # ours, or kernels <= 0.16's
-    pins = {k.repo_id: Pin(k.sha, k.version) for k in previous.kernels}
-    foreign = KERNELS_016 if written_by_kernels016(data) else None
-    return previous, pins, text.encode("utf-8"), foreign
-
-
 def lock_project(
     project_dir: Path,
     *,
@@ -255,7 +228,9 @@ def lock_while_editing(
         targets = read_targets(project_dir)
     targets = tuple(targets)
     path = lock_path(project_dir)
-    previous, pins, raw, foreign = read_previous_lock(path)
+    prior = read_lock(path, purpose="lock")  # any tool's lock: its commits are kept, its layout replaced
+    previous, raw, foreign = (prior.lock, prior.raw, prior.written_by) if prior else (None, None, None)
+    pins = {repo_id: Pin(pin.commit, pin.version) for repo_id, pin in prior.pins.items()} if prior else {}
     uncovered = check_targets(targets, previous) if previous is not None else []
     upgrade_packages = list(upgrade_packages)
     reject_unknown_upgrades(upgrade_packages, {r.repo_id for r in requirements} | set(pins))

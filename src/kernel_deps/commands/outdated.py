@@ -15,8 +15,8 @@ from pathlib import Path
 
 from kernel_deps.hub import HubClient
 from kernel_deps.index import KernelIndex
-from kernel_deps.compat import read_lock_for_use
 from kernel_deps.lockfile import LockedKernel, lock_path
+from kernel_deps.lockread import read_lock
 from kernel_deps.resolver import Candidate, resolve, version_name
 from kernel_deps.pyproject import read_project
 from kernel_deps.spec import KernelRequirement
@@ -82,7 +82,7 @@ def outdated_project(project_dir: Path, *, hub: HubClient | None = None) -> Outd
     """Compare ``<project_dir>/kernels.lock`` with what the Hub offers now (reads only)."""
     requirements, targets = read_project(project_dir)
     path = lock_path(project_dir)
-    lock, _ = read_lock_for_use(path)  # ours, or kernels <= 0.16's (it records no versions)
+    lock = read_lock(path, purpose="use").lock  # ours, or kernels <= 0.16's (it records no versions)
     hub = hub or HubClient()
     with hub.operation(), KernelIndex(hub) as index:  # one time budget for every question
         upgraded = resolve(index.follow_redirects(requirements), index, targets=targets)  # as `kernels lock --upgrade` would

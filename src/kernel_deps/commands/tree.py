@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Sequence
 
 from kernel_deps import cache, jsondoc
-from kernel_deps.compat import read_lock_for_use
 from kernel_deps.errors import InvalidKernelMetadataError, PyprojectError
 from kernel_deps.lockfile import LockedKernel, Lockfile, lock_path
+from kernel_deps.lockread import read_lock
 from kernel_deps.pyproject import read_project
 from kernel_deps.settings import BUILD_DIR
 from kernel_deps.spec import parse_kernel_depends
@@ -96,7 +96,7 @@ def tree_project(project_dir: Path, *, system: SystemInfo | None = None, cache_r
     project_dir = Path(project_dir)
     requirements, targets = read_project(project_dir)
     path = lock_path(project_dir)
-    lock, _ = read_lock_for_use(path)
+    lock = read_lock(path, purpose="use").lock
     direct = {req.repo_id: req.text for req in requirements}
     roots = [k for k in lock.kernels if k.repo_id in direct]
     reachable = _reachable(lock, [k.repo_id for k in roots])

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Sequence
 
 from kernel_deps import cache
 from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UnsafeRepoContentError, UsageError
-from kernel_deps.compat import read_lock_for_use
 from kernel_deps.local_kernels import LOCAL_KERNELS_ENV, describe_overrides, local_overrides
 from kernel_deps.lockfile import LockedKernel, Lockfile, lock_path
+from kernel_deps.lockread import read_lock
 from kernel_deps.pools import worker_pool
 from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, PYPROJECT_NAME, hash_threads, is_offline, offline_env
 from kernel_deps.pyproject import read_project
@@ -116,7 +116,8 @@ def verify_project(
     requirements, declared = read_project(project_dir)
     wanted = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     path = lock_path(project_dir)
-    lock, written_by = read_lock_for_use(path)
+    found = read_lock(path, purpose="use")
+    lock, written_by = found.lock, found.written_by
     notices: list[Problem] = []
     local_problems = []
     if overrides:

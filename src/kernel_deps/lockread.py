@@ -1,0 +1,177 @@
+"""Reading a ``kernels.lock``: the one reader, which tells the file's format once.
+
+Every command and the loader read a lock here, a file (:func:`read_lock`) or a text such as
+the lock a wheel embeds (:func:`parse_lock`): the bytes are read and decoded once, the
+JSON parsed once (``jsondoc``, through :func:`kernel_deps.lockfile.load_entries`), the
+format decided once, and the entries checked as strictly as the tool that writes them
+reads them. The result is a :class:`LockRead` record. The formats:
+
+- ``kernel-deps``: ours (:mod:`kernel_deps.lockfile`);
+- ``kernels-0.16``: the Hugging Face ``kernels`` library up to 0.16, whose entries are
+  ours without ``version``, ``requirement`` and ``dependencies`` (told by an entry
+  without ``dependencies``);
+- ``kernels-0.17``: ``kernels`` 0.17, a list of ``{"dependency", "lock": {"commit"}}``
+  (told by the first entry), which may pin one repo at several commits.
+
+What a reader needs of a lock is its ``purpose``:
+
+- ``use`` (``kernels download``, ``verify``, ``tree``, ``outdated``, ``export``): our lock or
+  a kernels <= 0.16 lock as it is (it pins commits and variant hashes, all they need); a
+  kernels 0.17 lock carries no hashes, so it is refused with how to convert it;
+- ``load`` (the loader): as ``use``; a process that loads many kernels parses a file again
+  only when it changes (size or mtime);
+- ``lock`` (``kernels lock``: the prior pins it keeps): any format, a missing file is None;
+- ``embed`` (the build hooks: what a wheel carries): any format, as it is.
+
+A file is never read while an edit journal lies beside it
+(:func:`kernel_deps.projectedit.refuse_pending_edit`): a command that writes finishes the
+journal under the edit lock before it reads, and every other reader is refused.
+
+This module imports ``lockfile`` (the model, its parse), ``compat`` (the other tools'
+entries), ``projectedit`` and ``errors``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, overload
+
+from kernel_deps.compat import from_kernels016, kernels017_named_pins
+from kernel_deps.errors import LockfileError
+from kernel_deps.lockfile import Lockfile, load_entries, parse_entries
+from kernel_deps.projectedit import refuse_pending_edit
+
+__all__ = [
+    "FORMATS", "PURPOSES", "WRITTEN_BY", "LockFormat", "LockRead", "LockedPin", "Purpose", "lock_format", "parse_lock",
+    "read_lock",
+]  # fmt: skip
+
+LockFormat = Literal["kernel-deps", "kernels-0.16", "kernels-0.17"]
+Purpose = Literal["use", "load", "lock", "embed"]
+
+FORMATS: tuple[LockFormat, ...] = ("kernel-deps", "kernels-0.16", "kernels-0.17")
+PURPOSES: tuple[Purpose, ...] = ("use", "load", "lock", "embed")
+# The tool that writes each format, as messages name it (None: kernel-deps itself).
+WRITTEN_BY: Mapping[LockFormat, str | None] = {
+    "kernel-deps": None,
+    "kernels-0.16": "Hugging Face kernels <= 0.16",
+    "kernels-0.17": "Hugging Face kernels 0.17",
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LockedPin:
+    """A kernel's commit in a lock, and the tag or branch name it was locked under (None: not recorded)."""
+
+    commit: str
+    version: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LockRead:
+    """One read of a lock: where it came from, its format, what it holds, and its text."""
+
+    source: str  # the path, or where an embedded text came from, as messages name it
+    format: LockFormat
+    # The lock itself: ours, or a kernels <= 0.16 lock as it is (its entries depend on
+    # nothing); None for a kernels 0.17 lock, which records no variant hashes.
+    lock: Lockfile | None
+    # Repo id -> locked commit (read-only); a repo that a kernels 0.17 lock pins at several commits has none.
+    pins: Mapping[str, LockedPin]
+    text: str
+
+    @property
+    def raw(self) -> bytes:
+        """The file's bytes (its text was read as UTF-8)."""
+        return self.text.encode("utf-8")
+
+    @property
+    def written_by(self) -> str | None:
+        """The other tool that wrote this lock, as messages name it; None for kernel-deps' own."""
+        return WRITTEN_BY[self.format]
+
+
+def lock_format(data: list[Any]) -> LockFormat:
+    """The format of decoded lock entries: kernels 0.17's is told by the first entry; any
+    entry without ``dependencies`` is kernels <= 0.16's; else ours (an empty list too)."""
+    if data and isinstance(data[0], dict) and ("dependency" in data[0] or "lock" in data[0]):
+        return "kernels-0.17"
+    if any(isinstance(entry, dict) and "dependencies" not in entry for entry in data):
+        return "kernels-0.16"
+    return "kernel-deps"
+
+
+@overload
+def read_lock(path: Path, *, purpose: Literal["lock"]) -> LockRead | None: ...
+@overload
+def read_lock(path: Path, *, purpose: Literal["use", "load", "embed"]) -> LockRead: ...
+def read_lock(path: Path, *, purpose: Purpose) -> LockRead | None:
+    """The lock at ``path``, read for ``purpose`` (see the module's docstring).
+
+    LockfileError for a file that is missing (None for ``lock``), unreadable, not UTF-8,
+    not JSON, invalid in its format, or, for ``use`` and ``load``, written by kernels 0.17;
+    PendingEditError when an edit journal lies beside it.
+    """
+    path = Path(path)
+    refuse_pending_edit(path)
+    if purpose == "load":
+        return _read_for_load(path)
+    text = _read_text(path, missing_ok=purpose == "lock")
+    if text is None:
+        return None
+    return parse_lock(text, source=str(path), purpose=purpose)
+
+
+def parse_lock(text: str, *, source: str, purpose: Purpose) -> LockRead:
+    """The lock ``text`` holds, read for ``purpose``; errors name ``source``, as :func:`read_lock`'s."""
+    data = load_entries(text, source)  # each format below is read as strictly as its tool reads it
+    found = lock_format(data)
+    if found == "kernels-0.17":
+        if purpose in ("use", "load"):
+            raise LockfileError(
+                f"{source}: written by {WRITTEN_BY[found]}, which records commits but no variant hashes, "
+                "so nothing could be verified against it; run 'kernels lock' to convert it (its pins are kept)"
+            )
+        named = kernels017_named_pins(data, source)
+        pins = {repo_id: LockedPin(commit=commit, version=ref) for repo_id, (commit, ref) in named.items()}
+        return LockRead(source=source, format=found, lock=None, pins=MappingProxyType(pins), text=text)
+    lock = from_kernels016(data, source) if found == "kernels-0.16" else parse_entries(data, source)
+    pins = {k.repo_id: LockedPin(commit=k.sha, version=k.version) for k in lock.kernels}
+    return LockRead(source=source, format=found, lock=lock, pins=MappingProxyType(pins), text=text)
+
+
+# Path -> ((mtime, size) when read, the read): the loader's reads, one parse per change of the file.
+_loaded: dict[Path, tuple[tuple[int, int], LockRead]] = {}
+
+
+def _read_for_load(path: Path) -> LockRead:
+    """:func:`read_lock` for the loader: parsed again only when the file changes (size or mtime)."""
+    try:
+        stat = os.stat(path)
+    except OSError:  # read anyway: it raises the usual, clear error
+        return parse_lock(_read_text(path), source=str(path), purpose="load")
+    key = (stat.st_mtime_ns, stat.st_size)
+    cached = _loaded.get(path)
+    if cached is None or cached[0] != key:
+        cached = _loaded[path] = (key, parse_lock(_read_text(path), source=str(path), purpose="load"))
+    return cached[1]
+
+
+def _read_text(path: Path, *, missing_ok: bool = False) -> str | None:
+    """The text of the lock at ``path`` (None when absent and ``missing_ok``); LockfileError otherwise."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise LockfileError(f"{path}: not found; run 'kernels lock' to create it") from None
+    except OSError as exc:
+        raise LockfileError(f"{path}: cannot read ({exc.strerror or exc}); check that it is a readable file") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LockfileError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); rerun 'kernels lock'") from None
