@@ -44,6 +44,10 @@ HUB_WORKERS = 8
 # at once: each mostly waits on its round trip, so on a slow link they all go together.
 HUB_RESOLVE_WORKERS = 32
 
+# Waiting this long for another process's lock (a download's, a project edit's) is worth
+# telling the user about.
+LOCK_NOTICE_SECONDS = 2.0
+
 # Files hashed at once (verify, download's re-check, the loader): one thread per usable
 # core, at most MAX_HASH_THREADS; KERNELS_HASH_THREADS sets it (1: hash in the caller).
 HASH_THREADS_ENV = "KERNELS_HASH_THREADS"
