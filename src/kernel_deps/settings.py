@@ -15,9 +15,10 @@ import math
 import os
 import re
 import sys
+from pathlib import Path
 from urllib.parse import urlsplit
 
-from kernel_deps.errors import UsageError
+from kernel_deps.errors import InvalidRepoIdError, UsageError
 from kernel_deps.redaction import ENDPOINT_ENV, redact, shown_url, url_secrets
 
 LOCK_NAME = "kernels.lock"
@@ -122,6 +123,55 @@ def offline_env() -> str:
 def is_offline() -> bool:
     """True when offline mode asks for no network (:func:`offline_env`, read now, not at import)."""
     return env_flag(offline_env())
+
+
+# Local builds for development, as the Hugging Face kernels library reads them: the loader
+# uses them instead of the lock, and `kernels verify` fails while the variable is set.
+LOCAL_KERNELS_ENV = "LOCAL_KERNELS"
+
+
+def local_overrides() -> dict[str, Path]:
+    """Repo id -> local folder, from ``LOCAL_KERNELS``; empty when unset or empty.
+
+    Entries are ``org/name=/path`` joined by ``:``, as the Hugging Face library reads
+    them; an entry without ``=``, with an invalid repo id or an empty path, or a repo id
+    given twice, is bad input naming the variable and the entry.
+    """
+    from kernel_deps.spec import validate_repo_id  # packaging: only when the variable is set
+
+    raw = os.environ.get(LOCAL_KERNELS_ENV, "").strip()
+    overrides: dict[str, Path] = {}
+    if not raw:
+        return overrides
+    for entry in raw.split(":"):
+        repo_id, sep, path = entry.partition("=")
+        problem = None
+        if not sep:
+            problem = "expected org/name=/path/to/build"
+        elif not path:
+            problem = "the path after '=' is empty"
+        else:
+            try:
+                validate_repo_id(repo_id)
+            except InvalidRepoIdError:
+                problem = f"{repo_id!r} is not a repo id of the form org/name"
+        if problem is not None:
+            raise UsageError(
+                f"{LOCAL_KERNELS_ENV}: invalid entry {entry!r}: {problem}; "
+                "set it to org/name=/path/to/build, several joined by ':' (or unset it)"
+            )
+        if repo_id in overrides:
+            raise UsageError(
+                f"{LOCAL_KERNELS_ENV}: {repo_id} is listed twice (={overrides[repo_id]} and ={path}); "
+                "keep one entry for it"
+            )
+        overrides[repo_id] = Path(path)
+    return overrides
+
+
+def describe_overrides(overrides: dict[str, Path]) -> str:
+    """``org/name -> /path, ...`` for messages."""
+    return ", ".join(f"{repo_id} -> {path}" for repo_id, path in sorted(overrides.items()))
 
 
 # -- the Hub's own settings -------------------------------------------------------------
