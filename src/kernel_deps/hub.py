@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from kernel_deps.settings import import_huggingface_hub
+from kernel_deps.hub_environment import import_huggingface_hub
 
 import_huggingface_hub()  # first: malformed HF_* settings must not fail this import
 

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-from kernel_deps.settings import import_huggingface_hub
+from kernel_deps.hub_environment import import_huggingface_hub
 
 import_huggingface_hub()  # first: malformed HF_* settings must not fail this import
 
@@ -55,18 +55,9 @@ from kernel_deps.errors import (
     RevisionNotFoundError,
     UsageError,
 )
-from kernel_deps.redaction import redact, shown_url, url_secrets
-from kernel_deps.settings import (
-    BUDGET_ENV,
-    ENDPOINT_ENV,
-    OFFLINE_ENV,
-    TRANSFORMERS_OFFLINE_ENV,
-    check_hub_settings,
-    endpoint_problem,
-    env_seconds,
-    is_offline,
-    offline_env,
-)
+from kernel_deps.hub_environment import check_hub_settings, endpoint_problem
+from kernel_deps.redaction import ENDPOINT_ENV, redact, shown_url, url_secrets
+from kernel_deps.settings import BUDGET_ENV, OFFLINE_ENV, TRANSFORMERS_OFFLINE_ENV, env_seconds, is_offline, offline_env
 
 T = TypeVar("T")
 
