@@ -154,8 +154,13 @@ def message_only_mutants(mutated_file: Path) -> set[str]:
     return found
 
 
+def _module_path(module: str) -> str:
+    """The file of ``module`` (a dotted name under kernel_deps, e.g. ``core.hashing``) under src/kernel_deps."""
+    return module.replace(".", "/") + ".py"
+
+
 def _mutant_names(folder: Path, module: str) -> list[str]:
-    meta = folder / "mutants" / "src" / "kernel_deps" / f"{module}.py.meta"
+    meta = folder / "mutants" / "src" / "kernel_deps" / f"{_module_path(module)}.meta"
     return sorted(json.loads(meta.read_text())["exit_code_by_key"])
 
 
@@ -179,7 +184,7 @@ def run_module(
     (folder / "pyproject.toml").write_text(
         "[tool.mutmut]\n"
         'source_paths = ["src/kernel_deps"]\n'
-        f'only_mutate = ["src/kernel_deps/{module}.py"]\n'
+        f'only_mutate = ["src/kernel_deps/{_module_path(module)}"]\n'
         f'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"{deselect}]\n'
         f"pytest_add_cli_args_test_selection = [{selection}]\n"
     )
@@ -212,7 +217,7 @@ def run_module(
 
 
 def _meta_path(folder: Path, module: str) -> Path:
-    return folder / "mutants" / "src" / "kernel_deps" / f"{module}.py.meta"
+    return folder / "mutants" / "src" / "kernel_deps" / f"{_module_path(module)}.meta"
 
 
 def _codes(folder: Path, module: str) -> dict[str, int | None]:
@@ -221,7 +226,7 @@ def _codes(folder: Path, module: str) -> dict[str, int | None]:
 
 def tally(module: str, folder: Path, equivalent: dict[str, str]) -> Tally:
     """Sort one module's mutants into killed, survived, equivalent and message-only."""
-    mutated = folder / "mutants" / "src" / "kernel_deps" / f"{module}.py"
+    mutated = folder / "mutants" / "src" / "kernel_deps" / _module_path(module)
     codes: dict[str, int | None] = json.loads(Path(f"{mutated}.meta").read_text())["exit_code_by_key"]
     messages = {f"kernel_deps.{module}.{name}" for name in message_only_mutants(mutated)}
     result = Tally(module)
