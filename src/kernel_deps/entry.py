@@ -1,9 +1,9 @@
 """The entry point of the ``kernels`` and ``kernel-deps`` commands.
 
 It imports nothing but the standard library's ``io``, ``os`` and ``sys`` (which Python's
-start-up has loaded already) before it has a handler for Ctrl-C in place, so that an
-interrupt at any moment, including while the CLI and huggingface_hub are still being
-imported, ends the same way: one line, ``interrupted``, on stderr and exit code 130
+start-up has loaded already) and :mod:`kernel_deps.interrupt` (which imports nothing
+else) before it has a handler for Ctrl-C in place, so that an interrupt at any moment,
+including while the CLI and huggingface_hub are still being imported, ends the same way: one line, ``interrupted``, on stderr and exit code 130
 (128 + SIGINT), never a traceback.
 
 It also gives the command output streams that outlive their reader: output into a pipe
@@ -17,33 +17,7 @@ import io
 import os
 import sys
 
-EXIT_INTERRUPTED = 130
-
-
-def interrupted() -> None:
-    """End the command after a Ctrl-C: one line on stderr, exit 130; never returns.
-
-    Called once the interrupt has unwound the main thread (so its ``finally`` blocks and
-    rollbacks have run). The process then ends at once: worker threads still waiting on
-    the Hub are not joined, so a download in flight stops now rather than when its files
-    finish.
-    """
-    try:
-        import signal
-
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt this
-    except (ImportError, ValueError, OSError):
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, RuntimeError):
-            pass
-    try:
-        os.write(2, b"interrupted\n")
-    except OSError:
-        pass
-    os._exit(EXIT_INTERRUPTED)
+from kernel_deps.interrupt import interrupted
 
 
 class _OutputFile(io.FileIO):

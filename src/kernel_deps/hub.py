@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from kernel_deps.settings import import_huggingface_hub
+from kernel_deps.hub_environment import import_huggingface_hub
 
 import_huggingface_hub()  # first: malformed HF_* settings must not fail this import
 
@@ -41,7 +41,7 @@ from kernel_deps.errors import (
 )
 from kernel_deps.settings import BUILD_DIR, KERNEL, MODEL, REPO_TYPE_PLURALS
 from kernel_deps.spec import validate_repo_id
-from kernel_deps.transport import Target, Transport
+from kernel_deps.transport import RequestSubject, Transport
 from kernel_deps.versions import GitRef
 
 # metadata.json is a few hundred bytes; anything far larger is not one.
@@ -131,7 +131,7 @@ class HubClient:
         for repo_type in (KERNEL, MODEL):
             url = f"{self.endpoint}/api/{REPO_TYPE_PLURALS[repo_type]}/{repo_id}/refs"
             try:
-                resp = self.transport.get(url, Target(repo_id))
+                resp = self.transport.get(url, RequestSubject(repo_id))
             except RepoNotFoundError:
                 continue
             found = _parse_refs(repo_id, resp)
@@ -203,12 +203,12 @@ class HubClient:
                 chunks.append(chunk)
             return b"".join(chunks)
 
-        return self.transport.stream(url, Target(repo_id, commit), read)
+        return self.transport.stream(url, RequestSubject(repo_id, commit), read)
 
     def commit_history(self, repo_id: str, commit: str) -> set[str]:
         """The commits reachable from ``commit`` (as far back as the Hub lists them)."""
         # Only the commit ids are read: some Hub-compatible servers shape author records differently.
-        resp = self.transport.get(self._api_url(repo_id, f"commits/{commit}"), Target(repo_id, commit))
+        resp = self.transport.get(self._api_url(repo_id, f"commits/{commit}"), RequestSubject(repo_id, commit))
         try:
             entries = jsondoc.loads(resp.content)
         except jsondoc.JSONDocumentError as exc:
@@ -258,7 +258,7 @@ class HubClient:
                     if on_bytes:
                         on_bytes(len(chunk))
 
-        self.transport.stream(url, Target(repo_id, commit, path), write, headers=range_header)
+        self.transport.stream(url, RequestSubject(repo_id, commit, path), write, headers=range_header)
         return received
 
     def _list_tree(self, repo_id: str, commit: str, folder: str, *, recursive: bool) -> list[dict]:
@@ -269,7 +269,7 @@ class HubClient:
         entries: list[dict] = []
         try:
             while url:
-                resp = self.transport.get(url, Target(repo_id, commit), params=params)
+                resp = self.transport.get(url, RequestSubject(repo_id, commit), params=params)
                 params = None  # the next-page URL carries its own query
                 try:
                     items = jsondoc.loads(resp.content)

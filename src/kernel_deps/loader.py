@@ -221,7 +221,8 @@ def has_kernel(
     Asks the Hub (its refs and file listing at the resolved commit); downloads nothing.
     A ``LOCAL_KERNELS`` override answers from its local folder instead.
     """
-    from kernel_deps.local_kernels import LocalKernelError, local_build_folder, local_overrides
+    from kernel_deps.local_kernels import LocalKernelError, local_build_folder
+    from kernel_deps.settings import local_overrides
     from kernel_deps.variants import NoMatchingVariantError, rank_variants
 
     system = system_for_backend(backend)
@@ -256,7 +257,8 @@ def _override(repo_id: str, system: SystemInfo, *, stacklevel: int = 3) -> Modul
 
     The warning points at the user's line: ``stacklevel`` frames above this one (3: the
     caller of a public function that calls this directly)."""
-    from kernel_deps.local_kernels import import_local_kernel, local_overrides
+    from kernel_deps.local_kernels import import_local_kernel
+    from kernel_deps.settings import local_overrides
 
     path = local_overrides().get(repo_id)
     if path is None:

@@ -12,7 +12,8 @@ machine's build chosen as for a Hub repo) or one build folder (``__init__.py`` a
 or in one package folder: the older layout, whose folder ``package_name`` names).
 The import is a plain one, under a private module name unique to the folder.
 
-Imports ``errors``, ``spec`` (repo ids), ``system``, ``variants``, ``settings``.
+``LOCAL_KERNELS`` itself is parsed by :func:`kernel_deps.settings.local_overrides` (``kernels
+verify`` reads it too). Imports ``errors``, ``system``, ``variants``, ``settings``.
 """
 
 from __future__ import annotations
@@ -20,20 +21,17 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import linecache
-import os
 import re
 import sys
 import warnings
 from pathlib import Path
 from types import ModuleType
 
-from kernel_deps.errors import InvalidRepoIdError, KernelImportError, UsageError
-from kernel_deps.settings import BUILD_DIR
-from kernel_deps.spec import validate_repo_id
+from kernel_deps.errors import KernelImportError, UsageError
+from kernel_deps.settings import BUILD_DIR, LOCAL_KERNELS_ENV
 from kernel_deps.system import SystemInfo
 from kernel_deps.variants import is_valid_variant_name, select_variant
 
-LOCAL_KERNELS_ENV = "LOCAL_KERNELS"
 _MODULE_PREFIX = "_kernel_deps_local"
 
 
@@ -43,48 +41,6 @@ class LocalKernelWarning(UserWarning):
 
 class LocalKernelError(UsageError):
     """A local kernel folder (from ``LOCAL_KERNELS`` or ``get_local_kernel``) holds no loadable build."""
-
-
-def local_overrides() -> dict[str, Path]:
-    """Repo id -> local folder, from ``LOCAL_KERNELS``; empty when unset or empty.
-
-    Entries are ``org/name=/path`` joined by ``:``, as the Hugging Face library reads
-    them; an entry without ``=``, with an invalid repo id or an empty path, or a repo id
-    given twice, is bad input naming the variable and the entry.
-    """
-    raw = os.environ.get(LOCAL_KERNELS_ENV, "").strip()
-    overrides: dict[str, Path] = {}
-    if not raw:
-        return overrides
-    for entry in raw.split(":"):
-        repo_id, sep, path = entry.partition("=")
-        problem = None
-        if not sep:
-            problem = "expected org/name=/path/to/build"
-        elif not path:
-            problem = "the path after '=' is empty"
-        else:
-            try:
-                validate_repo_id(repo_id)
-            except InvalidRepoIdError:
-                problem = f"{repo_id!r} is not a repo id of the form org/name"
-        if problem is not None:
-            raise UsageError(
-                f"{LOCAL_KERNELS_ENV}: invalid entry {entry!r}: {problem}; "
-                "set it to org/name=/path/to/build, several joined by ':' (or unset it)"
-            )
-        if repo_id in overrides:
-            raise UsageError(
-                f"{LOCAL_KERNELS_ENV}: {repo_id} is listed twice (={overrides[repo_id]} and ={path}); "
-                "keep one entry for it"
-            )
-        overrides[repo_id] = Path(path)
-    return overrides
-
-
-def describe_overrides(overrides: dict[str, Path]) -> str:
-    """``org/name -> /path, ...`` for messages."""
-    return ", ".join(f"{repo_id} -> {path}" for repo_id, path in sorted(overrides.items()))
 
 
 def local_build_folder(path: Path, system: SystemInfo, *, label: str) -> Path:
@@ -180,11 +136,8 @@ def _warn_every_time(message: str, stacklevel: int) -> None:
 
 
 __all__ = [
-    "LOCAL_KERNELS_ENV",
     "LocalKernelError",
     "LocalKernelWarning",
-    "describe_overrides",
     "import_local_kernel",
     "local_build_folder",
-    "local_overrides",
 ]

@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from kernel_deps import atomicfile
 from kernel_deps.errors import FileWriteError, PendingEditError, ProjectBusyError, PyprojectError, UsageError
-from kernel_deps.settings import BUDGET_ENV, EDIT_JOURNAL_NAME, EDIT_LOCK_NAME, LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.settings import (
+    BUDGET_ENV,
+    EDIT_JOURNAL_NAME,
+    EDIT_LOCK_NAME,
+    LOCK_NAME,
+    LOCK_NOTICE_SECONDS,
+    PYPROJECT_NAME,
+)
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -95,8 +102,6 @@ def editing(project_dir: Path, *, hub: HubClient, notice: Callable[[str], None] 
 def _acquire(lock_file: Path, project_dir: Path, hub: HubClient, notice: Callable[[str], None] | None) -> FileLock:
     """The edit lock, held on the file now at ``lock_file``; ProjectBusyError when the budget runs out."""
     from filelock import FileLock, Timeout
-
-    from kernel_deps.commands.download import LOCK_NOTICE_SECONDS
 
     transport = hub.transport
     told = False

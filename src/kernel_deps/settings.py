@@ -4,7 +4,9 @@ File and folder names (the lock, the build folder), the Hub repo types kernel-de
 and how the Hub and its cache spell them, how many Hub requests run at once, and the
 environment variables kernel-deps reads. Variables are read when asked, not at import,
 and parsed strictly: an on/off variable is read by huggingface_hub's rule, and a value
-that is neither exactly on nor exactly off is bad input naming the variable.
+that is neither exactly on nor exactly off is bad input naming the variable. The variables
+huggingface_hub itself parses at import, and the endpoint's check, are in
+:mod:`kernel_deps.hub_environment`.
 
 This module imports nothing heavy: the CLI's start-up and the build hooks read it.
 """
@@ -13,12 +15,9 @@ from __future__ import annotations
 
 import math
 import os
-import re
-import sys
-from urllib.parse import urlsplit
+from pathlib import Path
 
-from kernel_deps.errors import UsageError
-from kernel_deps.redaction import ENDPOINT_ENV, redact, shown_url, url_secrets
+from kernel_deps.errors import InvalidRepoIdError, UsageError
 
 LOCK_NAME = "kernels.lock"
 PYPROJECT_NAME = "pyproject.toml"
@@ -43,6 +42,10 @@ HUB_WORKERS = 8
 # Small Hub requests (refs, tree listings, metadata.json) one resolution keeps in flight
 # at once: each mostly waits on its round trip, so on a slow link they all go together.
 HUB_RESOLVE_WORKERS = 32
+
+# Waiting this long for another process's lock (a download's, a project edit's) is worth
+# telling the user about.
+LOCK_NOTICE_SECONDS = 2.0
 
 # Files hashed at once (verify, download's re-check, the loader): one thread per usable
 # core, at most MAX_HASH_THREADS; KERNELS_HASH_THREADS sets it (1: hash in the caller).
@@ -69,9 +72,8 @@ OFFLINE_ENV = "HF_HUB_OFFLINE"
 TRANSFORMERS_OFFLINE_ENV = "TRANSFORMERS_OFFLINE"
 BUDGET_ENV = "KERNELS_HUB_BUDGET"
 ALLOW_STALE_ENV = "KERNELS_ALLOW_STALE_LOCK"
-# ENDPOINT_ENV (HF_ENDPOINT) is defined in kernel_deps.redaction, which hides its credentials.
-# Whole numbers huggingface_hub parses when it is imported (a traceback when malformed).
-HUB_INT_ENVS = ("HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT")
+# ENDPOINT_ENV (HF_ENDPOINT) is defined in kernel_deps.redaction, which hides its credentials,
+# and checked, with the variables huggingface_hub parses at import, by kernel_deps.hub_environment.
 
 # huggingface_hub's rule (constants._is_true): on is exactly one of these, in any case, and
 # anything else is off. A value it reads as off that is not plainly off (" 1 ", "maybe") is
@@ -120,74 +122,50 @@ def is_offline() -> bool:
     return env_flag(offline_env())
 
 
-# -- the Hub's own settings -------------------------------------------------------------
+# Local builds for development, as the Hugging Face kernels library reads them: the loader
+# uses them instead of the lock, and `kernels verify` fails while the variable is set.
+LOCAL_KERNELS_ENV = "LOCAL_KERNELS"
 
 
-def _bad_hub_settings() -> dict[str, str]:
-    """The Hub-related variables huggingface_hub would fail on at import: name -> value."""
-    bad = {name: os.environ[name] for name in HUB_INT_ENVS if name in os.environ and not _is_int(os.environ[name])}
-    endpoint = os.environ.get(ENDPOINT_ENV)
-    if endpoint and endpoint_problem(endpoint):
-        bad[ENDPOINT_ENV] = endpoint
-    return bad
+def local_overrides() -> dict[str, Path]:
+    """Repo id -> local folder, from ``LOCAL_KERNELS``; empty when unset or empty.
 
-
-def import_huggingface_hub() -> None:
-    """Import huggingface_hub with malformed settings it reads at import set aside.
-
-    huggingface_hub parses some variables when it is imported and raises a traceback on a
-    malformed one, which would break even commands that never use the Hub (``--version``,
-    an offline ``verify``). The variables are restored at once; :func:`check_hub_settings`
-    turns them into bad input for the commands that do need the Hub.
+    Entries are ``org/name=/path`` joined by ``:``, as the Hugging Face library reads
+    them; an entry without ``=``, with an invalid repo id or an empty path, or a repo id
+    given twice, is bad input naming the variable and the entry.
     """
-    if "huggingface_hub.constants" in sys.modules:
-        return
-    aside = _bad_hub_settings()
-    for name in aside:
-        del os.environ[name]
-    try:
-        import huggingface_hub.constants  # noqa: F401
-    finally:
-        os.environ.update(aside)
+    from kernel_deps.spec import validate_repo_id  # packaging: only when the variable is set
 
-
-def check_hub_settings() -> None:
-    """UsageError naming the first Hub-related variable that is malformed."""
-    for name, raw in _bad_hub_settings().items():
-        if name == ENDPOINT_ENV:
+    raw = os.environ.get(LOCAL_KERNELS_ENV, "").strip()
+    overrides: dict[str, Path] = {}
+    if not raw:
+        return overrides
+    for entry in raw.split(":"):
+        repo_id, sep, path = entry.partition("=")
+        problem = None
+        if not sep:
+            problem = "expected org/name=/path/to/build"
+        elif not path:
+            problem = "the path after '=' is empty"
+        else:
+            try:
+                validate_repo_id(repo_id)
+            except InvalidRepoIdError:
+                problem = f"{repo_id!r} is not a repo id of the form org/name"
+        if problem is not None:
             raise UsageError(
-                f"{name}={shown_url(raw)!r}: {endpoint_problem(raw)}; "
-                "set it to the Hub's URL, e.g. https://huggingface.co"
+                f"{LOCAL_KERNELS_ENV}: invalid entry {entry!r}: {problem}; "
+                "set it to org/name=/path/to/build, several joined by ':' (or unset it)"
             )
-        raise UsageError(f"{name}={raw!r}: expected a whole number of seconds")
+        if repo_id in overrides:
+            raise UsageError(
+                f"{LOCAL_KERNELS_ENV}: {repo_id} is listed twice (={overrides[repo_id]} and ={path}); "
+                "keep one entry for it"
+            )
+        overrides[repo_id] = Path(path)
+    return overrides
 
 
-def endpoint_problem(url: str) -> str | None:
-    """Why ``url`` cannot be a Hub endpoint, or None when it can; never quoting the URL's
-    credentials (an unescaped '/' in a password makes part of it read as the port)."""
-    if _CONTROL.search(url.strip()):  # the HTTP client would refuse it with a traceback
-        return "not a valid URL (it contains a control character)"
-    try:
-        parts = urlsplit(url.strip())
-        if parts.port == 0:  # reading the port raises for one out of range or not a number
-            return "port 0 is not a port a Hub listens on"
-    except ValueError as exc:
-        if "port" in str(exc).lower():  # quoting the "port" would quote what follows an unescaped '/'
-            hint = "; a '/', '?', '#' or '@' in a user name or password must be percent-encoded"
-            hint = hint if url_secrets(url) else ""
-            return f"not a valid URL (the port after the host is not a number from 1 to 65535{hint})"
-        return f"not a valid URL ({redact(str(exc), url_secrets(url))})"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "not an http:// or https:// URL with a host"
-    return None
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _is_int(raw: str) -> bool:
-    try:
-        int(raw)
-    except ValueError:
-        return False
-    return True
+def describe_overrides(overrides: dict[str, Path]) -> str:
+    """``org/name -> /path, ...`` for messages."""
+    return ", ".join(f"{repo_id} -> {path}" for repo_id, path in sorted(overrides.items()))

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-from kernel_deps.settings import import_huggingface_hub
+from kernel_deps.hub_environment import import_huggingface_hub
 
 import_huggingface_hub()  # first: malformed HF_* settings must not fail this import
 
@@ -55,18 +55,9 @@ from kernel_deps.errors import (
     RevisionNotFoundError,
     UsageError,
 )
-from kernel_deps.redaction import redact, shown_url, url_secrets
-from kernel_deps.settings import (
-    BUDGET_ENV,
-    ENDPOINT_ENV,
-    OFFLINE_ENV,
-    TRANSFORMERS_OFFLINE_ENV,
-    check_hub_settings,
-    endpoint_problem,
-    env_seconds,
-    is_offline,
-    offline_env,
-)
+from kernel_deps.hub_environment import check_hub_settings, endpoint_problem
+from kernel_deps.redaction import ENDPOINT_ENV, redact, shown_url, url_secrets
+from kernel_deps.settings import BUDGET_ENV, OFFLINE_ENV, TRANSFORMERS_OFFLINE_ENV, env_seconds, is_offline, offline_env
 
 T = TypeVar("T")
 
@@ -82,8 +73,11 @@ REFUSED_RETRIES = 2
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
-    """What a request is about, for error messages: a repo, a revision, a file."""
+class RequestSubject:
+    """What a Hub request is about, for its error messages: a repo, a revision, a file.
+
+    (Not a deployment target: that is :class:`kernel_deps.targets.Target`.)
+    """
 
     repo_id: str
     revision: str | None = None
@@ -163,7 +157,7 @@ class Transport:
 
     # -- requests ---------------------------------------------------------------------
 
-    def get(self, url: str, target: Target, *, params: dict | None = None) -> httpx2.Response:
+    def get(self, url: str, subject: RequestSubject, *, params: dict | None = None) -> httpx2.Response:
         """GET ``url`` and read the whole answer; a 2xx response or a mapped error."""
 
         def attempt() -> httpx2.Response:
@@ -173,12 +167,12 @@ class Transport:
             hf_raise_for_status(resp)
             return resp
 
-        return self.call(target, attempt)
+        return self.call(subject, attempt)
 
     def stream(
         self,
         url: str,
-        target: Target,
+        subject: RequestSubject,
         consume: Callable[[httpx2.Response], T],
         *,
         headers: Callable[[], dict[str, str]] | None = None,
@@ -196,7 +190,7 @@ class Transport:
                     hf_raise_for_status(resp)
                 return consume(resp)
 
-        return self.call(target, attempt)
+        return self.call(subject, attempt)
 
     def chunks(self, resp: httpx2.Response) -> Iterator[bytes]:
         """The body of a streaming response as it arrives, within the deadline: before each
@@ -232,18 +226,18 @@ class Transport:
 
     # -- the retry loop ---------------------------------------------------------------
 
-    def call(self, target: Target, attempt: Callable[[], T]) -> T:
+    def call(self, subject: RequestSubject, attempt: Callable[[], T]) -> T:
         """Run ``attempt`` (one request), retrying transient faults with jittered
         exponential backoff within ``retries`` and the operation's deadline (a request
         outside any operation is one); errors are mapped."""
         if is_offline():
-            raise self.offline(target)
+            raise self.offline(subject)
         with self.operation():
-            return self._retry(target, attempt)
+            return self._retry(subject, attempt)
 
-    def offline(self, target: Target) -> OfflineError:
+    def offline(self, subject: RequestSubject) -> OfflineError:
         """The error for a request offline mode forbids, naming the variable that set it."""
-        return OfflineError(f"{target.repo_id}: {offline_env()} is set, but this needs the Hub; unset it to go online")
+        return OfflineError(f"{subject.repo_id}: {offline_env()} is set, but this needs the Hub; unset it to go online")
 
     def secrets(self) -> set[str]:
         """The credentials this client sends: its token, the one in its headers, the endpoint's user-info."""
@@ -254,19 +248,19 @@ class Transport:
         """The first line of a lower layer's error text, without this client's credentials."""
         return redact(first_line(exc), self.secrets())
 
-    def _retry(self, target: Target, attempt: Callable[[], T]) -> T:
+    def _retry(self, subject: RequestSubject, attempt: Callable[[], T]) -> T:
         tries = 0
         while True:
             if self.time_left() <= 0:
-                raise self.budget_spent(f"{target.label}: no time left to ask the Hub at {self.shown_endpoint}")
+                raise self.budget_spent(f"{subject.label}: no time left to ask the Hub at {self.shown_endpoint}")
             try:
                 return attempt()
             except BudgetSpent:
-                raise self.budget_spent(f"{target.label}: the Hub at {self.shown_endpoint} sends too slowly") from None
+                raise self.budget_spent(f"{subject.label}: the Hub at {self.shown_endpoint} sends too slowly") from None
             except OfflineModeIsEnabled:
                 # huggingface_hub reads offline mode once, when imported; it was on then.
                 raise OfflineError(
-                    f"{target.repo_id}: huggingface_hub was imported in offline mode ({OFFLINE_ENV} or "
+                    f"{subject.repo_id}: huggingface_hub was imported in offline mode ({OFFLINE_ENV} or "
                     f"{TRANSFORMERS_OFFLINE_ENV} was set then), but this needs the Hub; start again without it"
                 ) from None
             except (HfHubHTTPError, httpx2.HTTPError, OSError) as exc:
@@ -274,7 +268,7 @@ class Transport:
                     # The HTTP client wraps socket errors; a bare OSError is local file I/O.
                     where = f" {exc.filename}" if exc.filename else ""
                     raise FileWriteError(
-                        f"{target.label}: cannot write the download{where} ({exc.strerror or self.quoted(exc)}); "
+                        f"{subject.label}: cannot write the download{where} ({exc.strerror or self.quoted(exc)}); "
                         "check free space and permissions of the cache folder"
                     ) from None
                 tries += 1
@@ -282,16 +276,16 @@ class Transport:
                 out_of_time = delay >= self.time_left()
                 limit = min(self.retries, REFUSED_RETRIES) if isinstance(exc, httpx2.ConnectError) else self.retries
                 if not is_transient(exc) or tries > limit or out_of_time:
-                    mapped = self.map_error(exc, target, tries)
+                    mapped = self.map_error(exc, subject, tries)
                     if out_of_time and is_transient(exc):
                         mapped = self.budget_spent(mapped.message)
                     raise mapped from None
                 time.sleep(delay)
 
-    def map_error(self, exc: Exception, target: Target, attempts: int) -> HubError:
+    def map_error(self, exc: Exception, subject: RequestSubject, attempts: int) -> HubError:
         """The kernel-deps error for a failed request, naming the repo (and file)."""
         status = status_of(exc)
-        where, revision = target.label, target.revision
+        where, revision = subject.label, subject.revision
         if isinstance(exc, HfRevisionNotFoundError) and revision:
             return RevisionNotFoundError(where, revision)
         if isinstance(exc, RepositoryNotFoundError) or (status in (401, 404) and revision is None and not self.token):

@@ -41,7 +41,16 @@ from kernel_deps.errors import (
 from kernel_deps.hashing import is_hashed_path, variant_hash
 from kernel_deps.lockfile import LockedKernel, Lockfile
 from kernel_deps.pools import worker_pool
-from kernel_deps.settings import BUDGET_ENV, BUILD_DIR, HUB_WORKERS, LOCK_NAME, PYPROJECT_NAME, is_offline, offline_env
+from kernel_deps.settings import (
+    BUDGET_ENV,
+    BUILD_DIR,
+    HUB_WORKERS,
+    LOCK_NAME,
+    LOCK_NOTICE_SECONDS,
+    PYPROJECT_NAME,
+    is_offline,
+    offline_env,
+)
 from kernel_deps.system import SystemInfo, detect_system
 from kernel_deps.targets import Target, serving_variant, targets_from_options
 from kernel_deps.variants import is_valid_variant_name, parse_variant, select_variant, system_for_variant
@@ -128,10 +137,6 @@ class Progress:
 
     def message(self, text: str) -> None:
         """Called with a line the user should see while waiting (e.g. for another download)."""
-
-
-# Waiting this long for another process's lock is worth telling the user about.
-LOCK_NOTICE_SECONDS = 2.0
 
 
 def choose_variants(

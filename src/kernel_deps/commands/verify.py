@@ -16,11 +16,20 @@ from typing import TYPE_CHECKING, Sequence
 
 from kernel_deps import cache
 from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UnsafeRepoContentError, UsageError
-from kernel_deps.local_kernels import LOCAL_KERNELS_ENV, describe_overrides, local_overrides
 from kernel_deps.lockfile import LockedKernel, Lockfile, lock_path
 from kernel_deps.lockread import read_lock
 from kernel_deps.pools import worker_pool
-from kernel_deps.settings import BUILD_DIR, HUB_WORKERS, PYPROJECT_NAME, hash_threads, is_offline, offline_env
+from kernel_deps.settings import (
+    BUILD_DIR,
+    HUB_WORKERS,
+    LOCAL_KERNELS_ENV,
+    PYPROJECT_NAME,
+    describe_overrides,
+    hash_threads,
+    is_offline,
+    local_overrides,
+    offline_env,
+)
 from kernel_deps.pyproject import read_project
 from kernel_deps.sync import RELOCK_HINT, Problem, check_sync, check_targets, unrecorded_requirements
 from kernel_deps.targets import Target, serving_variant, targets_from_options
