@@ -14,7 +14,6 @@ from kernel_deps import __version__
 from kernel_deps.errors import KernelDepsError, ResolutionError, UsageError
 from kernel_deps.interrupt import interrupted
 from kernel_deps.render import change_line, note_line, short
-from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
 
 _PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
 
