@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel_deps import cache
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.download import download_lock
-from kernel_deps.hub import HubClient
 from kernel_deps.commands.lock import lock_project
+from kernel_deps.hub.client import HubClient
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, STABLE_ABI_VARIANT, KernelRepo, Release, build_repo
 from tests.fixtures.localhub import LocalHub
 

@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernel_deps import cache
-from kernel_deps.hashing import variant_hash
-from kernel_deps.settings import HASH_THREADS_ENV, hash_threads
+from kernel_deps.cache import store as cache
+from kernel_deps.core.hashing import variant_hash
+from kernel_deps.core.settings import HASH_THREADS_ENV, hash_threads
 
 REPO_ID = "bench/hashing"
 COMMIT = "0" * 40

@@ -23,10 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel_deps import cache, load_kernel
+from kernel_deps import load_kernel
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.download import download_project
-from kernel_deps.hub import HubClient
 from kernel_deps.commands.lock import lock_project
+from kernel_deps.hub.client import HubClient
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release, build_repo
 from tests.fixtures.localhub import LocalHub
 

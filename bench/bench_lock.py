@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel_deps.hub import HubClient
 from kernel_deps.commands.lock import lock_project
+from kernel_deps.hub.client import HubClient
 from tests.fixtures.builder import KernelRepo, Release, build_repo
 from tests.fixtures.faultproxy import FaultProxy
 from tests.fixtures.localhub import LocalHub

@@ -23,10 +23,11 @@ from pathlib import Path
 
 import torch
 
-from kernel_deps import cache, load_kernel
-from kernel_deps.hashing import git_blob_id, variant_hash
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, write_lockfile
-from kernel_deps.system import system_from_files, system_from_torch
+from kernel_deps import load_kernel
+from kernel_deps.cache import store as cache
+from kernel_deps.core.hashing import git_blob_id, variant_hash
+from kernel_deps.core.system import system_from_files, system_from_torch
+from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock, write_lockfile
 from tests.fixtures.img2gray_kernel import REPO_ID, build_cpu_variant, build_cuda_variant, reference_img2gray, variant_name
 
 VERSION = "1.0.0"

@@ -103,7 +103,7 @@ def img2gray_hub(local_hub: HubWorld) -> HubWorld:
 @pytest.fixture
 def cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     """A project locked and cached without the Hub; (project, its variant folder)."""
-    from kernel_deps import cache
+    from kernel_deps.cache import store as cache
     from tests.fixtures.cached_project import COMMIT, REPO_ID, VARIANT, write_cached_project
     from tests.fixtures.cli import run_kernels
 

@@ -1,4 +1,4 @@
-"""kernel_deps.atomicfile: every file kernel-deps writes is replaced whole or not at all."""
+"""kernel_deps.core.atomicfile: every file kernel-deps writes is replaced whole or not at all."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from kernel_deps import atomicfile, cache
-from kernel_deps.errors import FileWriteError
+from kernel_deps.cache import store as cache
+from kernel_deps.core import atomicfile
+from kernel_deps.core.errors import FileWriteError
 
 
 def test_write_text_creates_and_replaces(tmp_path: Path) -> None:

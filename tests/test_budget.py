@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from kernel_deps import cache
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.download import download_project
-from kernel_deps.errors import HubUnavailableError
-from kernel_deps.hub import HubClient
-from kernel_deps.lockread import read_lock
+from kernel_deps.core.errors import HubUnavailableError
+from kernel_deps.hub.client import HubClient
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT
 from tests.fixtures.downloads import add_repos, all_verified, snapshot_entries
 from tests.fixtures.projects import write_project

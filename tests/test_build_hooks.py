@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps import loader
 from kernel_deps.build_hooks import ALLOW_STALE_ENV, BuildLock, StaleLockError, lock_for_build
-from kernel_deps.errors import LockfileError, PyprojectError, UsageError
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock
-from kernel_deps.spec import parse_requirement
+from kernel_deps.core.errors import LockfileError, PyprojectError, UsageError
+from kernel_deps.core.spec import parse_requirement
+from kernel_deps.loader import api as loader
+from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock
 from tests.fixtures.projects import write_project
 from tests.fixtures.wheels import (  # noqa: F401 - fixtures used by name
     EMBEDDED,

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.compat import to_kernels017
-from kernel_deps.lockread import read_lock
+from kernel_deps.lock.formats import to_kernels017
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.peers import CLI_DEPS, peer_path
 from tests.fixtures.wheels import (  # noqa: F401 - fixtures used by name
     EMBEDDED,

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps import cache, load_kernel
+from kernel_deps import load_kernel
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.verify import verify_project
-from kernel_deps.errors import KernelIntegrityError
-from kernel_deps.lockread import read_lock
+from kernel_deps.core.errors import KernelIntegrityError
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.cached_project import COMMIT, REPO_ID, VARIANT
 from tests.fixtures.cli import run_kernels
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps import cache
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.lock import lock_project
-from kernel_deps.lockread import read_lock
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps import cache
-from kernel_deps.hashing import git_blob_id
-from kernel_deps.hub import MAX_SMALL_FILE_BYTES
-from kernel_deps.lockread import read_lock
+from kernel_deps.cache import store as cache
+from kernel_deps.core.hashing import git_blob_id
+from kernel_deps.hub.client import MAX_SMALL_FILE_BYTES
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernel_deps import cache
-from kernel_deps.lockread import read_lock
+from kernel_deps.cache import store as cache
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, METAL_VARIANT
 from tests.fixtures.projects import write_project
 

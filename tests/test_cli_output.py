@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.lockread import read_lock
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
 

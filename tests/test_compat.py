@@ -1,4 +1,4 @@
-"""kernel_deps.compat: reading locks that other tools wrote (through ``lockread``), for the pins ``kernels lock`` keeps.
+"""kernel_deps.lock.formats: reading locks that other tools wrote (through ``lockread``), for the pins ``kernels lock`` keeps.
 
 Locks of the Hugging Face ``kernels`` library up to 0.16 (our format without ``version``,
 ``requirement`` and ``dependencies``) and of ``kernels`` 0.17 (``dependency`` / ``lock``
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from kernel_deps.compat import from_kernels016
-from kernel_deps.errors import LockfileError
-from kernel_deps.lockfile import Lockfile
-from kernel_deps.lockread import lock_format, parse_lock
+from kernel_deps.core.errors import LockfileError
+from kernel_deps.lock.formats import from_kernels016
+from kernel_deps.lock.model import Lockfile
+from kernel_deps.lock.read import lock_format, parse_lock
 from tests.fixtures.builder import ROTARY
 from tests.fixtures.locks import SHA_A, SHA_B, entries_with, example_text
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from kernel_deps.lockread import read_lock
-from kernel_deps.pyproject import read_requirements
-from kernel_deps.settings import EDIT_LOCK_NAME
+from kernel_deps.core.settings import EDIT_LOCK_NAME
+from kernel_deps.lock.read import read_lock
+from kernel_deps.project.pyproject import read_requirements
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
 

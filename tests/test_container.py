@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernel_deps.lockread import read_lock
+from kernel_deps.lock.read import read_lock
 
 pytestmark = pytest.mark.container
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps import cache
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.download import download_project
 from kernel_deps.commands.lock import lock_project
-from kernel_deps.errors import KernelCacheReadError
-from kernel_deps.lockread import read_lock
+from kernel_deps.core.errors import KernelCacheReadError
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project

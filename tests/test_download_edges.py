@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from kernel_deps import cache
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.download import Progress, VariantTask, check_tree_paths, choose_variants, download_lock, download_project
 from kernel_deps.commands.lock import lock_project
-from kernel_deps.errors import UnsafeRepoContentError
-from kernel_deps.hub import TreeFile
-from kernel_deps.lockfile import LockedKernel
-from kernel_deps.lockread import read_lock
-from kernel_deps.variants import system_for_variant
+from kernel_deps.core.errors import UnsafeRepoContentError
+from kernel_deps.core.variants import system_for_variant
+from kernel_deps.hub.client import TreeFile
+from kernel_deps.lock.model import LockedKernel
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project

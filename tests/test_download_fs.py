@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps import cache, get_locked_kernel
-from kernel_deps.errors import FileWriteError
+from kernel_deps import get_locked_kernel
+from kernel_deps.cache import store as cache
+from kernel_deps.core.errors import FileWriteError
 from tests.fixtures.builder import KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project

@@ -26,9 +26,9 @@ import pytest
 from kernel_deps import load_kernel
 from kernel_deps.build_hooks import lock_for_build
 from kernel_deps.commands.edit import edit_and_relock
-from kernel_deps.errors import PendingEditError
-from kernel_deps.pyproject import add_requirement, read_requirements
-from kernel_deps.settings import EDIT_JOURNAL_NAME, EDIT_LOCK_NAME
+from kernel_deps.core.errors import PendingEditError
+from kernel_deps.core.settings import EDIT_JOURNAL_NAME, EDIT_LOCK_NAME
+from kernel_deps.project.pyproject import add_requirement, read_requirements
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.processes import sigint_as_in_a_terminal
 from tests.fixtures.projects import write_project

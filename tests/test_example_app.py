@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernel_deps.lockread import read_lock
-from kernel_deps.system import detect_system
-from kernel_deps.variants import select_variant
+from kernel_deps.core.system import detect_system
+from kernel_deps.core.variants import select_variant
+from kernel_deps.lock.read import read_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = str(Path(sys.executable).with_name("kernels"))

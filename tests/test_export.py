@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from kernel_deps.commands.lock import lock_project
-from kernel_deps.compat import to_kernels017
-from kernel_deps.lockread import read_lock
+from kernel_deps.lock.formats import to_kernels017
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.peers import WRITE_WITH_017, lock_with_kernels_016, run_peer

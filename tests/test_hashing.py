@@ -1,4 +1,4 @@
-"""kernel_deps.hashing: git blob ids, streaming file hashes, the git_lfs_concat variant hash;
+"""kernel_deps.core.hashing: git blob ids, streaming file hashes, the git_lfs_concat variant hash;
 a file whose size changes while it is hashed gives an error, never a git blob id of nothing."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel_deps import hashing
-from kernel_deps.hashing import (
+from kernel_deps.core import hashing
+from kernel_deps.core.hashing import (
     HASH_TYPE,
     git_blob_id,
     git_blob_id_of_file,
@@ -206,8 +206,8 @@ def test_variant_hash_property(entries, rnd) -> None:
 
 
 def test_hash_threads_comes_from_the_environment_or_the_cores(monkeypatch) -> None:
-    from kernel_deps.errors import UsageError
-    from kernel_deps.settings import MAX_HASH_THREADS, hash_threads
+    from kernel_deps.core.errors import UsageError
+    from kernel_deps.core.settings import MAX_HASH_THREADS, hash_threads
 
     monkeypatch.delenv("KERNELS_HASH_THREADS", raising=False)
     assert 1 <= hash_threads() <= MAX_HASH_THREADS

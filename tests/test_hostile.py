@@ -10,13 +10,14 @@ from typing import Callable
 
 import pytest
 
-from kernel_deps import cache, get_locked_kernel
+from kernel_deps import get_locked_kernel
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.download import UnsafeRepoContentError, VariantTask, check_tree_paths, download_project
 from kernel_deps.commands.lock import lock_project
-from kernel_deps.errors import HubError, InvalidKernelMetadataError
-from kernel_deps.hub import TreeFile
-from kernel_deps.lockfile import LockedKernel
-from kernel_deps.lockread import read_lock
+from kernel_deps.core.errors import HubError, InvalidKernelMetadataError
+from kernel_deps.hub.client import TreeFile
+from kernel_deps.lock.model import LockedKernel
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, BuiltRepo, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project

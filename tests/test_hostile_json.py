@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps import cache
-from kernel_deps.errors import HubError
-from kernel_deps.hashing import git_blob_id, variant_hash
-from kernel_deps.loader import get_kernel
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, write_lockfile
+from kernel_deps.cache import store as cache
+from kernel_deps.core.errors import HubError
+from kernel_deps.core.hashing import git_blob_id, variant_hash
+from kernel_deps.loader.api import get_kernel
+from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock, write_lockfile
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
@@ -218,8 +218,8 @@ def test_a_major_of_400_digits_is_refused_and_quoted_briefly(tmp_path, monkeypat
     ],
 )
 def test_a_status_file_kernel_deps_does_not_understand_says_so(text: str, said: str) -> None:
-    from kernel_deps.errors import InvalidKernelMetadataError
-    from kernel_deps.index import parse_kernel_status
+    from kernel_deps.core.errors import InvalidKernelMetadataError
+    from kernel_deps.hub.view import parse_kernel_status
 
     with pytest.raises(InvalidKernelMetadataError) as caught:
         parse_kernel_status("org/old", text.encode(), "org/old@0123456789ab: kernel-status.toml")

@@ -1,4 +1,4 @@
-"""kernel_deps.hub through the real huggingface_hub client and a local olah Hub."""
+"""kernel_deps.hub.client through the real huggingface_hub client and a local olah Hub."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 from huggingface_hub import hf_hub_download
 
-from kernel_deps.errors import (
+from kernel_deps.core.errors import (
     HubUnavailableError,
     InvalidRepoIdError,
     OfflineError,
@@ -16,8 +16,8 @@ from kernel_deps.errors import (
     RepoNotFoundError,
     RevisionNotFoundError,
 )
-from kernel_deps.hub import HubClient
-from kernel_deps.index import KernelIndex
+from kernel_deps.hub.client import HubClient
+from kernel_deps.hub.view import KernelIndex
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, git_blob_id
 from tests.fixtures.localhub import free_port
 
@@ -160,7 +160,7 @@ def test_tree_listing_retries_are_ours_alone(hub_env, proxy) -> None:
 
 @pytest.mark.parametrize(("status", "token"), [(403, None), (401, "hf_not_a_real_token")])
 def test_refused_access_is_an_auth_error(hub_env, proxy, status, token) -> None:
-    from kernel_deps.errors import HubAuthError
+    from kernel_deps.core.errors import HubAuthError
 
     proxy.error_status = status
     proxy.fail_all()

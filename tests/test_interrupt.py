@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps import cache
+from kernel_deps.cache import store as cache
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 from tests.fixtures.processes import sigint_as_in_a_terminal
 from tests.fixtures.projects import write_project

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kernel_deps.commands.versions import ListedVersion, VersionListing, list_versions, requirement_for_newest
-from kernel_deps.errors import OfflineError, RepoNotFoundError, UsageError
-from kernel_deps.hub import HubClient
+from kernel_deps.core.errors import OfflineError, RepoNotFoundError, UsageError
+from kernel_deps.hub.client import HubClient
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 
 

@@ -6,9 +6,11 @@ import sys
 
 import pytest
 
-from kernel_deps import cache, get_kernel, get_locked_kernel, load_kernel
+from kernel_deps import get_kernel, get_locked_kernel, load_kernel
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.download import download_project
-from kernel_deps.loader import (
+from kernel_deps.core.errors import LockfileError
+from kernel_deps.loader.api import (
     KernelImportError,
     KernelIntegrityError,
     KernelNotCachedError,
@@ -17,7 +19,6 @@ from kernel_deps.loader import (
     calling_module,
     find_lock,
 )
-from kernel_deps.errors import LockfileError
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 from tests.fixtures.cached_project import REPO_ID as STARTUP_REPO_ID
 from tests.fixtures.cached_project import write_cached_project
@@ -181,7 +182,7 @@ def test_caller_run_with_python_m_is_its_module_name(tmp_path) -> None:
 
     (tmp_path / "pkgx").mkdir()
     (tmp_path / "pkgx" / "__init__.py").write_text("")
-    (tmp_path / "pkgx" / "tool.py").write_text("from kernel_deps.loader import calling_module\nprint(calling_module())\n")
+    (tmp_path / "pkgx" / "tool.py").write_text("from kernel_deps.loader.api import calling_module\nprint(calling_module())\n")
     result = subprocess.run([sys.executable, "-m", "pkgx.tool"], cwd=tmp_path, capture_output=True, text=True)
     assert result.stdout.strip() == "pkgx.tool", result.stderr
 

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 import kernel_deps
-from kernel_deps import get_kernel, get_local_kernel, get_locked_kernel, has_kernel, load_kernel, loader
+from kernel_deps import get_kernel, get_local_kernel, get_locked_kernel, has_kernel, load_kernel
 from kernel_deps.commands.download import download_project
-from kernel_deps.errors import ResolutionError, UsageError
-from kernel_deps.local_kernels import LocalKernelError, LocalKernelWarning
+from kernel_deps.core.errors import ResolutionError, UsageError
+from kernel_deps.loader import api as loader
+from kernel_deps.loader.local import LocalKernelError, LocalKernelWarning
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.local_builds import write_local_repo

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.errors import LockfileError
-from kernel_deps.loader import LockNotFoundError, find_lock
+from kernel_deps.core.errors import LockfileError
+from kernel_deps.loader.api import LockNotFoundError, find_lock
 from tests.fixtures.cached_project import REPO_ID, write_cached_project
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from kernel_deps import get_kernel, get_local_kernel, get_locked_kernel, has_kernel, load_kernel
-from kernel_deps.errors import UsageError
-from kernel_deps.loader import LockNotFoundError, find_lock
-from kernel_deps.local_kernels import LocalKernelWarning
+from kernel_deps.core.errors import UsageError
+from kernel_deps.loader.api import LockNotFoundError, find_lock
+from kernel_deps.loader.local import LocalKernelWarning
 from tests.fixtures.builder import METAL_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cached_project import REPO_ID, write_cached_project
 

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps import cache, get_kernel, get_local_kernel, has_kernel, load_kernel
-from kernel_deps.errors import KernelIntegrityError, UsageError
-from kernel_deps.hashing import git_blob_id, variant_hash
-from kernel_deps.local_kernels import LocalKernelWarning
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, write_lockfile
+from kernel_deps import get_kernel, get_local_kernel, has_kernel, load_kernel
+from kernel_deps.cache import store as cache
+from kernel_deps.core.errors import KernelIntegrityError, UsageError
+from kernel_deps.core.hashing import git_blob_id, variant_hash
+from kernel_deps.loader.local import LocalKernelWarning
+from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock, write_lockfile
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
 
 

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps import cache, get_locked_kernel, load_kernel
+from kernel_deps import get_locked_kernel, load_kernel
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.download import download_project
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.commands.verify import verify_project
-from kernel_deps.errors import KernelCacheReadError, KernelIntegrityError
+from kernel_deps.core.errors import KernelCacheReadError, KernelIntegrityError
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 from tests.fixtures.unprivileged import where_modes_apply
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from kernel_deps.commands.lock import lock_project
-from kernel_deps.errors import ResolutionError
-from kernel_deps.hub import HubClient
-from kernel_deps.lockfile import Lockfile
+from kernel_deps.core.errors import ResolutionError
+from kernel_deps.hub.client import HubClient
+from kernel_deps.lock.model import Lockfile
 from kernel_deps.render import change_line
 from tests.fixtures.builder import KernelRepo, Release, git_blob_id
 from tests.fixtures.cli import CliResult, run_kernels

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.errors import LockfileError
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, lock_path
+from kernel_deps.core.errors import LockfileError
+from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock, lock_path
 
 SHA = "d08b90c89de2" + "0" * 28
 HASH = "sha256-" + "a" * 64

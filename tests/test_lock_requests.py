@@ -13,8 +13,8 @@ import json
 import pytest
 
 from kernel_deps.commands.lock import lock_project
-from kernel_deps.errors import HubError
-from kernel_deps.hub import HubClient
+from kernel_deps.core.errors import HubError
+from kernel_deps.hub.client import HubClient
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, DEFAULT_VARIANTS, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.faultproxy import by_kind
 from tests.fixtures.projects import write_project
@@ -55,7 +55,7 @@ def test_variants_with_the_same_metadata_share_one_read(hub_env, proxy, tmp_path
 
 
 def test_a_cached_metadata_that_no_longer_hashes_to_its_name_is_read_again(hub_env, proxy, tmp_path) -> None:
-    from kernel_deps import cache
+    from kernel_deps.cache import store as cache
 
     (name,) = add_kernels(hub_env, "damaged-metadata", 1, variants=(CPU_VARIANT,))
     project = write_project(tmp_path / "app", f'"{name}" = 1')

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from kernel_deps.commands.lock import lock_project
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock
-from kernel_deps.lockread import read_lock
-from kernel_deps.pyproject import read_requirements
-from kernel_deps.sync import check_sync
+from kernel_deps.lock.freshness import check_sync
+from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock
+from kernel_deps.lock.read import read_lock
+from kernel_deps.project.pyproject import read_requirements
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 from tests.fixtures.schemas import validated
@@ -88,7 +88,7 @@ def locked(repo_id: str, version: str, requirement: str | None = None, **asks: t
 def test_each_locked_dependency_is_judged_by_what_its_parent_requires(
     version: str, requirement: str | None, asked: tuple[str, ...], kinds: list[str]
 ) -> None:
-    from kernel_deps.sync import check_dependencies
+    from kernel_deps.lock.freshness import check_dependencies
 
     parent = locked(LAYER_NORM, "v0.2.0", **{"kernels-test_activation": asked})
     lock = Lockfile(kernels=(locked(ACTIVATION, version, requirement), parent))
@@ -147,7 +147,7 @@ def test_a_hand_edited_transitive_pin_fails_lock_check_and_verify_offline(
 
 def test_the_build_hooks_refuse_a_hand_edited_transitive_pin(hub_env, project: Path, tmp_path: Path) -> None:
     from kernel_deps.build_hooks import lock_for_build
-    from kernel_deps.errors import KernelDepsError
+    from kernel_deps.core.errors import KernelDepsError
 
     pin_activation_at_v2(project, tmp_path)
     with pytest.raises(KernelDepsError, match=rf"does not satisfy '{ASKED}', which {LAYER_NORM} v0\.2\.0"):

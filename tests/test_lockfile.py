@@ -1,4 +1,4 @@
-"""kernel_deps.lockfile: the lock model, strict parse and writing; the lock diff (reading a file: test_lockread).
+"""kernel_deps.lock.model: the lock model, strict parse and writing; the lock diff (reading a file: test_lockread).
 
 The compatibility tests at the end run the Hugging Face ``kernels`` 0.16 library in a
 subprocess (it is installed apart from .venv, because its ``kernels`` console script
@@ -25,18 +25,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel_deps.errors import FileWriteError, LockfileError, UsageError
-from kernel_deps.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
-from kernel_deps.lockfile import (
+from kernel_deps.commands.lock import diff_locks
+from kernel_deps.core.errors import FileWriteError, LockfileError, UsageError
+from kernel_deps.core.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
+from kernel_deps.lock.model import (
     LockedKernel,
     Lockfile,
     VariantLock,
     requirement_from_text,
     write_lockfile,
 )
-from kernel_deps.commands.lock import diff_locks
+from kernel_deps.lock.read import PURPOSES, parse_lock, read_lock
 from kernel_deps.render import change_line
-from kernel_deps.lockread import PURPOSES, parse_lock, read_lock
 from tests.fixtures.builder import (
     CPU_VARIANT,
     CUDA_VARIANT,
@@ -295,7 +295,7 @@ def test_recorded_requirements_cover_the_dependencies_exactly(asks: Any, key: st
 
 @pytest.mark.parametrize("value", [">=1.2,<2", "~=1.1", "1.2.0", 1, 0, {"revision": "v2"}, {"revision": SHA_A}])
 def test_a_recorded_requirement_text_reads_back_as_the_requirement(value: Any) -> None:
-    from kernel_deps.spec import requirement_from_value
+    from kernel_deps.core.spec import requirement_from_value
 
     requirement = requirement_from_value(ROTARY, value)
     assert requirement_from_text(ROTARY, requirement.text) == requirement

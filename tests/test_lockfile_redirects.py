@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.errors import LockfileError
-from kernel_deps.lockfile import LockedKernel, Lockfile, VariantLock, write_lockfile
-from kernel_deps.lockread import read_lock
+from kernel_deps.core.errors import LockfileError
+from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock, write_lockfile
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.unprivileged import where_modes_apply
 
 SHA = "d08b90c89de2" + "0" * 28

@@ -1,4 +1,4 @@
-"""kernel_deps.lockread: the one lock reader tells a file's format once, and every consumer gets its answer.
+"""kernel_deps.lock.read: the one lock reader tells a file's format once, and every consumer gets its answer.
 
 Locks are written by their real writers: ``kernels lock`` for ours, the Hugging Face
 ``kernels`` 0.16 and 0.17.2 code (in subprocesses, installed beside kernel-deps) for
@@ -17,11 +17,11 @@ from kernel_deps import load_kernel
 from kernel_deps.build_hooks import lock_for_build
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.commands.verify import verify_project
-from kernel_deps.errors import LockfileError, PendingEditError
-from kernel_deps.lockfile import Lockfile
-from kernel_deps.lockread import FORMATS, PURPOSES, WRITTEN_BY, LockedPin, lock_format, parse_lock, read_lock
-from kernel_deps.pyproject import read_project
-from kernel_deps.settings import EDIT_JOURNAL_NAME
+from kernel_deps.core.errors import LockfileError, PendingEditError
+from kernel_deps.core.settings import EDIT_JOURNAL_NAME
+from kernel_deps.lock.model import Lockfile
+from kernel_deps.lock.read import FORMATS, PURPOSES, WRITTEN_BY, LockedPin, lock_format, parse_lock, read_lock
+from kernel_deps.project.pyproject import read_project
 from tests.fixtures.builder import KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project

@@ -22,9 +22,9 @@ import click
 import pytest
 from jsonschema import Draft202012Validator
 
-from kernel_deps import cache
+from kernel_deps.cache import store as cache
 from kernel_deps.cli import main as cli_main
-from kernel_deps.lockread import read_lock
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project

@@ -14,10 +14,10 @@ import pytest
 
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.commands.verify import verify_project
-from kernel_deps.errors import ResolutionError
-from kernel_deps.lockfile import LockedKernel, Lockfile
-from kernel_deps.spec import parse_requirement
-from kernel_deps.sync import check_sync, entry_satisfies
+from kernel_deps.core.errors import ResolutionError
+from kernel_deps.core.spec import parse_requirement
+from kernel_deps.lock.freshness import check_sync, entry_satisfies
+from kernel_deps.lock.model import LockedKernel, Lockfile
 from tests.fixtures.builder import KernelRepo, Release, commit_release, update_major_branches
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.peers import lock_with_kernels_016
@@ -260,7 +260,7 @@ def test_a_kernels_017_lock_gets_a_clear_message_from_download_verify_and_loader
         assert result.returncode == 2, result.stderr
         (line,) = result.stderr.strip().splitlines()
         assert expected in line and "run 'kernels lock' to convert it" in line
-    from kernel_deps.errors import LockfileError
+    from kernel_deps.core.errors import LockfileError
 
     with pytest.raises(LockfileError, match=expected):
         load_kernel(repo_id, lockfile=project / "kernels.lock")

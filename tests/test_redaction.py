@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.errors import KernelDepsError, UsageError
+from kernel_deps.core.errors import KernelDepsError, UsageError
 from tests.fixtures.cached_project import write_cached_project
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.localhub import free_port
@@ -165,8 +165,8 @@ def test_lock_project_errors_hide_the_credentials(hub_env, tmp_path, monkeypatch
 
 
 def test_get_kernel_errors_hide_the_credentials(hub_env, monkeypatch) -> None:
-    from kernel_deps.errors import RepoNotFoundError
-    from kernel_deps.loader import get_kernel
+    from kernel_deps.core.errors import RepoNotFoundError
+    from kernel_deps.loader.api import get_kernel
 
     monkeypatch.setenv("HF_ENDPOINT", with_credentials(hub_env.url))
     with pytest.raises(RepoNotFoundError) as info:
@@ -177,8 +177,8 @@ def test_get_kernel_errors_hide_the_credentials(hub_env, monkeypatch) -> None:
 
 def test_a_client_given_a_token_and_an_endpoint_hides_both(hub_env, tmp_path) -> None:
     """Secrets passed to the client, not set in the environment, are hidden as well."""
-    from kernel_deps.hub import HubClient
     from kernel_deps.commands.lock import lock_project
+    from kernel_deps.hub.client import HubClient
 
     project = write_project(tmp_path / "app", {MISSING: ">=1"})
     with EchoHub(418) as echo:
@@ -198,7 +198,7 @@ def test_a_client_given_a_token_and_an_endpoint_hides_both(hub_env, tmp_path) ->
 
 
 def test_redaction_finds_each_spelling_of_a_credential(monkeypatch) -> None:
-    from kernel_deps.redaction import redact, shown_url
+    from kernel_deps.core.redaction import redact, shown_url
 
     monkeypatch.setenv("HF_ENDPOINT", "https://me:p%40ss%2Fword@hub.internal")
     monkeypatch.setenv("HF_TOKEN", TOKEN)

@@ -12,7 +12,7 @@ from kernel_deps import load_kernel
 from kernel_deps.commands.download import download_project
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.commands.verify import verify_project
-from kernel_deps.lockread import read_lock
+from kernel_deps.lock.read import read_lock
 from kernel_deps.render import note_line
 from tests.fixtures.builder import BuiltRepo, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels

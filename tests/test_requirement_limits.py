@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from kernel_deps.errors import InvalidRepoIdError, LockfileError, PyprojectError
-from kernel_deps.lockfile import Lockfile
-from kernel_deps.spec import parse_kernel_depends, validate_repo_id
+from kernel_deps.core.errors import InvalidRepoIdError, LockfileError, PyprojectError
+from kernel_deps.core.spec import parse_kernel_depends, validate_repo_id
+from kernel_deps.lock.model import Lockfile
 
 SHA = "d08b90c89de2" + "0" * 28
 HASH = "sha256-" + "a" * 64

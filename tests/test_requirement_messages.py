@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_deps.errors import PyprojectError, UsageError
-from kernel_deps.spec import (
+from kernel_deps.core.errors import PyprojectError, UsageError
+from kernel_deps.core.errors import InvalidRepoIdError
+from kernel_deps.core.spec import (
     parse_add_argument,
     parse_kernel_depends,
     parse_requirement,
@@ -17,7 +18,6 @@ from kernel_deps.spec import (
     show_toml,
     validate_repo_id,
 )
-from kernel_deps.errors import InvalidRepoIdError
 
 EXPECTED = 'expected a PEP 440 range like ">=1.2,<2", a major version like 1, or { revision = "..." }'
 EXPECTED_DEPENDS = 'expected {"repo-id": "org/name", "version": ">=1.2,<2"} or { ..., "revision": "..." }'

@@ -1,11 +1,11 @@
-"""kernel_deps.resolver on small catalogues held in memory, one case file each.
+"""kernel_deps.resolve.resolver on small catalogues held in memory, one case file each.
 
 As resolvelib's own functional tests do, each file of ``tests/resolver_cases/`` lists a
 catalogue (kernels, their versions, the refs naming them, their kernel-depends and
 builds), what the project requests, optionally a prior lock's pins and deployment
 targets, and what must come out: the version ``resolved`` for every kernel, or the
 causes of the conflict, or the error. The real resolver runs
-(:func:`kernel_deps.resolver.resolve`), on :class:`tests.fixtures.memory_index.CatalogueIndex`
+(:func:`kernel_deps.resolve.resolver.resolve`), on :class:`tests.fixtures.memory_index.CatalogueIndex`
 in place of the Hub: no Hub, no files, well under a second a case. The tests against the
 local Hub (``tests/test_resolver_*.py``, ``tests/test_lock.py``) check the same promises
 through ``kernels lock``.
@@ -35,10 +35,10 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.errors import KernelDepsError, ResolutionError
-from kernel_deps.resolver import Pin, resolve, version_name
-from kernel_deps.spec import parse_requirement
-from kernel_deps.targets import parse_target
+from kernel_deps.core.errors import KernelDepsError, ResolutionError
+from kernel_deps.core.spec import parse_requirement
+from kernel_deps.core.targets import parse_target
+from kernel_deps.resolve.resolver import Pin, resolve, version_name
 from tests.fixtures.memory_index import CatalogueIndex, Release, commit_of
 
 CASES = sorted((Path(__file__).parent / "resolver_cases").glob("*.toml"))

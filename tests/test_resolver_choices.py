@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kernel_deps.commands.lock import lock_project
-from kernel_deps.lockread import read_lock
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project

@@ -5,7 +5,7 @@ counted by the proxy: the background prefetch guesses the commit the resolver wi
 from __future__ import annotations
 
 from kernel_deps.commands.lock import lock_project
-from kernel_deps.hub import HubClient
+from kernel_deps.hub.client import HubClient
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release
 from tests.fixtures.faultproxy import by_kind
 from tests.fixtures.projects import write_project

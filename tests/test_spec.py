@@ -12,15 +12,15 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from kernel_deps.errors import InvalidRepoIdError, KernelDepsError, PyprojectError, UsageError
-from kernel_deps.pyproject import add_requirement, read_requirements, remove_requirement
-from kernel_deps.spec import (
+from kernel_deps.core.errors import InvalidRepoIdError, KernelDepsError, PyprojectError, UsageError
+from kernel_deps.core.spec import (
     KernelRequirement,
     parse_add_argument,
     parse_kernel_depends,
     parse_requirement,
     validate_repo_id,
 )
+from kernel_deps.project.pyproject import add_requirement, read_requirements, remove_requirement
 
 ROTARY = "kernels-test/rotary"
 HEAD = '[project]\nname = "demo"\nversion = "0.1.0"\n\n[tool.kernels.dependencies]\n'  # entries start on line 6
@@ -657,7 +657,7 @@ def test_add_then_read_then_remove(tmp_path: Path, base: str, repo_id: str, valu
 
 
 def test_read_kernels_table_gives_the_table_and_its_requirements_from_one_read(tmp_path) -> None:
-    from kernel_deps.pyproject import read_kernels_table
+    from kernel_deps.project.pyproject import read_kernels_table
 
     assert read_kernels_table(tmp_path, missing_ok=True) == (None, None)
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')

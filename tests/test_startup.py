@@ -40,7 +40,7 @@ def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path
     result, modules = imported_modules("verify", "--require-cached", str(project), env_extra=env)
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
     assert "1 cached variants verified" in result.stdout
-    assert "kernel_deps.system" in modules
+    assert "kernel_deps.core.system" in modules
     assert not top_level(modules) & set(HEAVY)
 
 
@@ -61,7 +61,7 @@ def test_cache_root_is_where_huggingface_hub_looks(env: dict[str, str]) -> None:
     names = ("KERNELS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
     clean = {k: v for k, v in os.environ.items() if k not in names}
     code = (
-        "import sys\nfrom kernel_deps.cache import cache_root\nours = str(cache_root())\n"
+        "import sys\nfrom kernel_deps.cache.store import cache_root\nours = str(cache_root())\n"
         "assert 'huggingface_hub' not in sys.modules\n"
         "from huggingface_hub import constants\nprint(ours)\nprint(constants.HF_HUB_CACHE)\n"
     )

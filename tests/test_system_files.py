@@ -33,7 +33,7 @@ def compiled_with_cxx11_abi() -> bool:
 
 COMPARE = """
 import dataclasses, json, sys
-from kernel_deps.system import detect_system, system_from_files, system_from_torch
+from kernel_deps.core.system import detect_system, system_from_files, system_from_torch
 files = system_from_files()
 assert "torch" not in sys.modules, "reading torch's files imported it"
 detected = detect_system()
@@ -144,7 +144,7 @@ def test_without_torch_both_describe_no_torch(tmp_path: Path) -> None:
     code = (
         "import dataclasses, json, sys\n"
         "sys.path = [p for p in sys.path if 'site-packages' not in p or 'torch' not in __import__('os').listdir(p)]\n"
-        "from kernel_deps.system import system_from_files, system_from_torch\n"
+        "from kernel_deps.core.system import system_from_files, system_from_torch\n"
         "files, imported = system_from_files(), system_from_torch()\n"
         "print(json.dumps([dataclasses.asdict(files), dataclasses.asdict(imported)]))\n"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_deps.targets import InvalidTargetName, missing_targets, parse_target, parse_targets, serving_variant
+from kernel_deps.core.targets import InvalidTargetName, missing_targets, parse_target, parse_targets, serving_variant
 
 # The build variants kernel-builder lists today (docs/source/builder/build-variants.md of
 # huggingface/kernels), plus the Ascend, Neuron and TPU builds its variant grammar knows.

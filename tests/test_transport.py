@@ -1,4 +1,4 @@
-"""kernel_deps.transport: every Hub request, list_refs included, under one timeout, retry
+"""kernel_deps.hub.transport: every Hub request, list_refs included, under one timeout, retry
 loop, time budget and error mapping; against the local Hub and servers that misbehave."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from kernel_deps.errors import FileWriteError, HubError, HubUnavailableError, OfflineError, RepoNotFoundError
-from kernel_deps.hub import HubClient
+from kernel_deps.core.errors import FileWriteError, HubError, HubUnavailableError, OfflineError, RepoNotFoundError
+from kernel_deps.hub.client import HubClient
 from tests.fixtures.builder import CPU_VARIANT
 from tests.fixtures.servers import SilentServer
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from kernel_deps.cli import main as cli_main
 from kernel_deps.commands.lock import lock_project
-from kernel_deps.lockread import read_lock
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, STABLE_ABI_VARIANT, UNIVERSAL_VARIANT
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project

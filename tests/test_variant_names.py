@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_deps.system import SystemInfo
-from kernel_deps.variants import (
+from kernel_deps.core.system import SystemInfo
+from kernel_deps.core.variants import (
     MAX_NAME_LENGTH,
     InvalidVariantError,
     NoMatchingVariantError,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_deps.system import SystemInfo
-from kernel_deps.variants import rank_variants, select_variant
+from kernel_deps.core.system import SystemInfo
+from kernel_deps.core.variants import rank_variants, select_variant
 
 XPU = SystemInfo((2, 13), True, "xpu", (2025, 1), "x86_64", "linux")
 TORCH_3 = SystemInfo((3, 0), None, "cpu", None, "x86_64", "linux")

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from kernel_deps.errors import KernelDepsError, UsageError
-from kernel_deps.system import SystemInfo, detect_system
-from kernel_deps.variants import (
+from kernel_deps.core.errors import KernelDepsError, UsageError
+from kernel_deps.core.system import SystemInfo, detect_system
+from kernel_deps.core.variants import (
     InvalidVariantError,
     NoMatchingVariantError,
     Variant,
@@ -438,7 +438,7 @@ def test_detect_system_without_torch_asks_an_unloadable_cuda_runtime(monkeypatch
 
 
 def test_importing_variants_does_not_import_torch() -> None:
-    code = "import sys, kernel_deps.variants; assert 'torch' not in sys.modules, 'torch was imported'"
+    code = "import sys, kernel_deps.core.variants; assert 'torch' not in sys.modules, 'torch was imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

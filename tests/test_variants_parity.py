@@ -36,8 +36,8 @@ from typing import Any
 
 import pytest
 
-from kernel_deps.system import SystemInfo
-from kernel_deps.variants import parse_variant, rank_variants
+from kernel_deps.core.system import SystemInfo
+from kernel_deps.core.variants import parse_variant, rank_variants
 
 KERNELS_017 = Path(sys.prefix) / "compat" / "kernels-0.17"
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps import cache
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.commands.verify import CACHE_KINDS, HUB_KINDS, SYNC_KINDS, Problem, check_cache, check_sync, verify_project
-from kernel_deps.errors import LockfileError, PyprojectError, UsageError
-from kernel_deps.hashing import is_hashed_path
-from kernel_deps.hub import HubClient
-from kernel_deps.lockfile import Lockfile
-from kernel_deps.pyproject import read_requirements
-from kernel_deps.variants import system_for_variant
+from kernel_deps.core.errors import LockfileError, PyprojectError, UsageError
+from kernel_deps.core.hashing import is_hashed_path
+from kernel_deps.core.variants import system_for_variant
+from kernel_deps.hub.client import HubClient
+from kernel_deps.lock.model import Lockfile
+from kernel_deps.project.pyproject import read_requirements
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release, git_blob_id
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project

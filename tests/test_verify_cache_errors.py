@@ -11,12 +11,12 @@ import json
 
 import pytest
 
-from kernel_deps import cache
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.download import download_project
 from kernel_deps.commands.verify import verify_project
-from kernel_deps.lockread import read_lock
-from kernel_deps.system import detect_system
-from kernel_deps.variants import select_variant
+from kernel_deps.core.system import detect_system
+from kernel_deps.core.variants import select_variant
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 from tests.fixtures.unprivileged import where_modes_apply

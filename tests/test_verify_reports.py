@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 
-from kernel_deps import cache
+from kernel_deps.cache import store as cache
 from kernel_deps.commands.download import download_project
 from kernel_deps.commands.verify import verify_project
-from kernel_deps.lockread import read_lock
-from kernel_deps.system import detect_system
-from kernel_deps.variants import select_variant
+from kernel_deps.core.system import detect_system
+from kernel_deps.core.variants import select_variant
+from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
@@ -102,7 +102,7 @@ def test_all_targets_without_declared_targets_names_pyproject(hub_env, tmp_path)
 
 
 def test_a_failing_tree_listing_after_the_refs_answered_is_a_hub_error(hub_env, proxy, tmp_path) -> None:
-    from kernel_deps.hub import HubClient
+    from kernel_deps.hub.client import HubClient
 
     project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
     proxy.only_paths = "/tree/"

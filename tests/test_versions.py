@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_deps.versions import GitRef, parse_version_ref, versions_from_refs
+from kernel_deps.core.versions import GitRef, parse_version_ref, versions_from_refs
 
 
 @pytest.mark.parametrize(

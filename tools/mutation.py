@@ -52,25 +52,25 @@ EQUIVALENT_FILE = ROOT / "tools" / "mutation_equivalent.toml"
 # Each core module and the test files that exercise it, pure modules first (they are cheap:
 # no Hub, no subprocess), then the ones whose tests start the local Hub.
 MODULE_TESTS: dict[str, list[str]] = {
-    "hashing": ["tests/test_hashing.py"],
-    "variants": ["tests/test_variants.py", "tests/test_variant_preference.py", "tests/test_variant_names.py"],
-    "spec": ["tests/test_spec.py", "tests/test_requirement_limits.py", "tests/test_requirement_messages.py"],
-    "lockfile": ["tests/test_lockfile.py", "tests/test_requirement_limits.py", "tests/test_lock_messages.py",
+    "core.hashing": ["tests/test_hashing.py"],
+    "core.variants": ["tests/test_variants.py", "tests/test_variant_preference.py", "tests/test_variant_names.py"],
+    "core.spec": ["tests/test_spec.py", "tests/test_requirement_limits.py", "tests/test_requirement_messages.py"],
+    "lock.model": ["tests/test_lockfile.py", "tests/test_requirement_limits.py", "tests/test_lock_messages.py",
                  "tests/test_lockfile_redirects.py"],
     "commands.verify": ["tests/test_verify.py", "tests/test_verify_online_variants.py",
                         "tests/test_verify_cache_errors.py", "tests/test_verify_reports.py", "tests/test_targets.py",
                         "tests/test_hostile.py", "tests/test_redirect.py"],
-    "resolver": ["tests/test_resolver_cases.py", "tests/test_lock.py", "tests/test_pins.py", "tests/test_targets.py",
+    "resolve.resolver": ["tests/test_resolver_cases.py", "tests/test_lock.py", "tests/test_pins.py", "tests/test_targets.py",
                  "tests/test_resolver_choices.py", "tests/test_redirect.py", "tests/test_hostile.py",
                  "tests/test_resolver_names.py", "tests/test_resolver_target_messages.py",
                  "tests/test_resolver_conflicts.py", "tests/test_resolver_requests.py"],
-    "cache": ["tests/test_download_fs.py", "tests/test_verify.py", "tests/test_verify_cache_errors.py",
+    "cache.store": ["tests/test_download_fs.py", "tests/test_verify.py", "tests/test_verify_cache_errors.py",
               "tests/test_cache_layout.py", "tests/test_hostile.py",
               "tests/test_cache_checks.py", "tests/test_cache_downloads.py", "tests/test_cache_metadata.py"],
     "commands.download": ["tests/test_download.py", "tests/test_download_fs.py", "tests/test_download_choices.py",
                           "tests/test_targets.py", "tests/test_hostile.py", "tests/test_cache_downloads.py",
                           "tests/test_download_edges.py"],
-    "loader": ["tests/test_loader_verified.py", "tests/test_loader_entry_points.py", "tests/test_redirect.py",
+    "loader.api": ["tests/test_loader_verified.py", "tests/test_loader_entry_points.py", "tests/test_redirect.py",
                "tests/test_loader.py", "tests/test_loader_api.py", "tests/test_loader_embedded_lookup.py",
                "tests/test_loader_hf_calls.py"],
 }
@@ -79,7 +79,7 @@ MODULE_TESTS: dict[str, list[str]] = {
 # frame that called kernel_deps (the caller a loader error names, the line a warning
 # points at), and under mutmut that frame is mutmut's trampoline.
 DESELECTED: dict[str, list[str]] = {
-    "loader": [
+    "loader.api": [
         "tests/test_loader.py::test_lock_is_found_beside_pyproject_and_through_the_environment",
         "tests/test_loader.py::test_the_caller_is_the_first_frame_outside_kernel_deps",
         "tests/test_loader_api.py::test_local_kernels_overrides_locked_and_unlocked_loads_warning_each_time",

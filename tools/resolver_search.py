@@ -2,7 +2,7 @@
 
 Each catalogue has 3 or 4 kernels with 2 or 3 of the versions 1.0.0, 2.0.0 and 3.0.0,
 each version requiring some of the other kernels with a random range, and a project
-requiring most of them. ``kernel_deps.resolver.resolve`` runs on it with the catalogue
+requiring most of them. ``kernel_deps.resolve.resolver.resolve`` runs on it with the catalogue
 held in memory (refs and kernel-depends, what the Hub index would give:
 ``tests/fixtures/memory_index.py``, which the resolver's case files in
 ``tests/resolver_cases/`` use too), and every answer is judged against all possible sets
@@ -39,9 +39,9 @@ from packaging.version import Version  # noqa: E402
 
 from resolvelib.resolvers import ResolverException  # noqa: E402
 
-from kernel_deps.errors import ResolutionError  # noqa: E402
-from kernel_deps.resolver import resolve  # noqa: E402
-from kernel_deps.spec import requirement_from_value  # noqa: E402
+from kernel_deps.core.errors import ResolutionError  # noqa: E402
+from kernel_deps.core.spec import requirement_from_value  # noqa: E402
+from kernel_deps.resolve.resolver import resolve  # noqa: E402
 from tests.fixtures.memory_index import CatalogueIndex  # noqa: E402
 
 NAMES = ("org/a", "org/b", "org/c", "org/d")

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from kernel_deps import load_kernel
-from kernel_deps.errors import KernelDepsError
+from kernel_deps.core.errors import KernelDepsError
 
 KERNEL = "kernels-test/img2gray"
 

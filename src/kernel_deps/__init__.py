@@ -8,13 +8,13 @@ __version__ = "0.1.0"
 __all__ = ["get_kernel", "get_local_kernel", "get_locked_kernel", "has_kernel", "load_kernel"]
 
 if TYPE_CHECKING:
-    from kernel_deps.loader import get_kernel, get_local_kernel, get_locked_kernel, has_kernel, load_kernel
+    from kernel_deps.loader.api import get_kernel, get_local_kernel, get_locked_kernel, has_kernel, load_kernel
 
 
 def __getattr__(name: str) -> Any:
     # The loader is imported on first use: `import kernel_deps` (and the CLI) stays light.
     if name in __all__:
-        from kernel_deps import loader
+        from kernel_deps.loader import api as loader
 
         return getattr(loader, name)
     raise AttributeError(f"module 'kernel_deps' has no attribute {name!r}")

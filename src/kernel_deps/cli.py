@@ -11,7 +11,7 @@ from typing import NoReturn
 import click
 
 from kernel_deps import __version__
-from kernel_deps.errors import KernelDepsError, ResolutionError, UsageError
+from kernel_deps.core.errors import KernelDepsError, ResolutionError, UsageError
 from kernel_deps.interrupt import interrupted
 from kernel_deps.render import change_line, note_line, short
 
@@ -115,7 +115,7 @@ def _usage_error(exc: click.ClickException, group: click.Context | None = None) 
 
 
 # ``kernel-deps`` runs only kernel-deps' own subcommands; ``kernels`` also hands the
-# others to the Hugging Face kernels CLI when it is installed (kernel_deps.peer).
+# others to the Hugging Face kernels CLI when it is installed (kernel_deps.hfcli).
 OWN_COMMANDS_ONLY = "own-commands-only"
 
 
@@ -137,7 +137,7 @@ class _Group(click.Group):
             and not ctx.resilient_parsing
             and _delegates(ctx)
         ):
-            from kernel_deps.peer import INSTALL_HINT, PeerCliBroken, find_peer_cli, run_peer_cli
+            from kernel_deps.hfcli import INSTALL_HINT, PeerCliBroken, find_peer_cli, run_peer_cli
 
             peer = find_peer_cli()
             if peer is None:
@@ -156,7 +156,7 @@ class _Group(click.Group):
         super().format_help(ctx, formatter)
         if not _delegates(ctx):
             return
-        from kernel_deps.peer import INSTALL_HINT, find_peer_cli
+        from kernel_deps.hfcli import INSTALL_HINT, find_peer_cli
 
         peer = find_peer_cli()
         if peer is None:
@@ -207,7 +207,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
         return
     click.echo(f"kernel-deps {__version__}")
     if _delegates(ctx):
-        from kernel_deps.peer import INSTALL_HINT, find_peer_cli
+        from kernel_deps.hfcli import INSTALL_HINT, find_peer_cli
 
         peer = find_peer_cli()
         if peer is None:
@@ -555,7 +555,7 @@ def verify(
 def outdated(project_dir: Path, as_json: bool, quiet: bool, exit_code: bool) -> None:
     """Show, per locked kernel, what --upgrade would take, newer releases and moved refs."""
     from kernel_deps.commands.outdated import outdated_project
-    from kernel_deps.index import describe_redirects
+    from kernel_deps.hub.view import describe_redirects
 
     report = outdated_project(project_dir)
     if as_json:

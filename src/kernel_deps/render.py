@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kernel_deps.settings import BUILD_DIR, LOCK_NAME
+from kernel_deps.core.settings import BUILD_DIR, LOCK_NAME
 
 if TYPE_CHECKING:  # `kernels --help` renders nothing and imports no command
     from kernel_deps.commands.lock import LockChange, LockedPin, LockNote
@@ -67,7 +67,7 @@ def change_line(change: LockChange) -> str:
 def note_line(note: LockNote) -> str:
     """The text after ``note:`` for one note of a lock run."""
     if note.kind == "redirect-followed":
-        from kernel_deps.index import describe_redirects
+        from kernel_deps.hub.view import describe_redirects
 
         return f"{describe_redirects(note.redirects)}; locked {note.redirects[-1]}"
     locked = note.locked

@@ -15,12 +15,12 @@ adapters around :func:`lock_for_build`, which decides, offline, what a build emb
 
 A build never writes the project, so it never finishes the edit journal an interrupted
 ``kernels add`` / ``kernels remove`` leaves: with one beside the files, the build is
-refused (:class:`~kernel_deps.errors.PendingEditError`, naming the journal and what to
+refused (:class:`~kernel_deps.core.errors.PendingEditError`, naming the journal and what to
 run), as every command that only reads refuses it.
 
 This module is imported by every setuptools build whose environment has kernel-deps, so
 it imports nothing heavy at import. pyproject.toml is read and parsed once, by
-:func:`kernel_deps.spec.read_kernels_table`, the reader ``kernels lock`` uses, so a build
+:func:`kernel_deps.core.spec.read_kernels_table`, the reader ``kernels lock`` uses, so a build
 reports a bad pyproject.toml as ``kernels lock`` does.
 
 A lock the Hugging Face ``kernels`` library wrote (<= 0.16, or 0.17) is embedded as it
@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernel_deps.errors import KernelDepsError, PyprojectError
-from kernel_deps.settings import ALLOW_STALE_ENV, LOCK_NAME, PYPROJECT_NAME, env_flag
+from kernel_deps.core.errors import KernelDepsError, PyprojectError
+from kernel_deps.core.settings import ALLOW_STALE_ENV, LOCK_NAME, PYPROJECT_NAME, env_flag
 
 if TYPE_CHECKING:
-    from kernel_deps.lockread import LockRead
+    from kernel_deps.lock.read import LockRead
 
 ALLOW_STALE_KEY = "allow-stale-lock"
 _OPT_OUT = f"set {ALLOW_STALE_ENV}=1 or add '{ALLOW_STALE_KEY} = true' under [tool.kernels] in pyproject.toml"
@@ -71,7 +71,7 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
     Raises StaleLockError, PyprojectError, LockfileError or UsageError.
     """
     # Imported here, not at the top: every setuptools build imports this module.
-    from kernel_deps.pyproject import read_kernels_table
+    from kernel_deps.project.pyproject import read_kernels_table
 
     project_dir = Path(project_dir)
     pyproject = project_dir / PYPROJECT_NAME
@@ -80,9 +80,9 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
         return BuildLock()
     allow_stale, why = _allow_stale(kernels_table, pyproject)
 
-    from kernel_deps.lockread import read_lock
-    from kernel_deps.pyproject import targets_from_table
-    from kernel_deps.sync import check_sync, check_targets  # the static rules of `kernels lock --check`: no network
+    from kernel_deps.lock.freshness import check_sync, check_targets  # the static rules of `kernels lock --check`: no network
+    from kernel_deps.lock.read import read_lock
+    from kernel_deps.project.pyproject import targets_from_table
 
     targets = targets_from_table(kernels_table, "", str(pyproject))
 

@@ -19,8 +19,8 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from hatchling.plugin import hookimpl
 
 from kernel_deps.build_hooks import lock_for_build
-from kernel_deps.errors import KernelDepsError
-from kernel_deps.settings import LOCK_NAME
+from kernel_deps.core.errors import KernelDepsError
+from kernel_deps.core.settings import LOCK_NAME
 
 
 class KernelsBuildHook(BuildHookInterface):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_deps.build_hooks import lock_for_build
-from kernel_deps.errors import KernelDepsError
+from kernel_deps.core.errors import KernelDepsError
 
 
 def write_lock(cmd: Any, basename: str, filename: str) -> None:

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
-from kernel_deps import cache
-from kernel_deps.errors import (
+from kernel_deps.cache import store as cache
+from kernel_deps.cache.pools import worker_pool
+from kernel_deps.core.errors import (
     CacheBusyError,
     DownloadVerificationError,
     FileWriteError,
@@ -38,10 +39,8 @@ from kernel_deps.errors import (
     UnsafeRepoContentError,
     UsageError,
 )
-from kernel_deps.hashing import is_hashed_path, variant_hash
-from kernel_deps.lockfile import LockedKernel, Lockfile
-from kernel_deps.pools import worker_pool
-from kernel_deps.settings import (
+from kernel_deps.core.hashing import is_hashed_path, variant_hash
+from kernel_deps.core.settings import (
     BUDGET_ENV,
     BUILD_DIR,
     HUB_WORKERS,
@@ -51,14 +50,15 @@ from kernel_deps.settings import (
     is_offline,
     offline_env,
 )
-from kernel_deps.system import SystemInfo, detect_system
-from kernel_deps.targets import Target, serving_variant, targets_from_options
-from kernel_deps.variants import is_valid_variant_name, parse_variant, select_variant, system_for_variant
+from kernel_deps.core.system import SystemInfo, detect_system
+from kernel_deps.core.targets import Target, serving_variant, targets_from_options
+from kernel_deps.core.variants import is_valid_variant_name, parse_variant, select_variant, system_for_variant
+from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:  # a warm run finds everything in the cache: it imports neither the Hub client nor filelock
     from filelock import FileLock
 
-    from kernel_deps.hub import HubClient, TreeFile
+    from kernel_deps.hub.client import HubClient, TreeFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +186,7 @@ def variants_for_targets(kernel: LockedKernel, targets: Sequence[Target]) -> lis
 
 def check_tree_paths(task: VariantTask, files: Iterable[TreeFile]) -> dict[str, TreeFile]:
     """Relative path -> entry for the hashed files of a variant; refuses unsafe paths."""
-    from kernel_deps.hub import path_problem, shown_path
+    from kernel_deps.hub.client import path_problem, shown_path
 
     prefix = f"{BUILD_DIR}/{task.variant}/"
     out: dict[str, TreeFile] = {}
@@ -237,7 +237,7 @@ def download_lock(
         raise OfflineError(f"not in the cache and {offline_env()} is set: {names}; run 'kernels download' with network access")
 
     if hub is None:
-        from kernel_deps.hub import HubClient
+        from kernel_deps.hub.client import HubClient
 
         hub = HubClient()
     files_fetched = bytes_fetched = 0
@@ -424,8 +424,8 @@ def download_project(
     """Download what ``<project_dir>/kernels.lock`` pins, for this machine unless told otherwise:
     every variant, the named ``variants``, or the builds that serve the named ``targets``
     (or every target pyproject.toml declares, ``all_targets``)."""
-    from kernel_deps.lockread import read_lock
-    from kernel_deps.pyproject import read_targets
+    from kernel_deps.lock.read import read_lock
+    from kernel_deps.project.pyproject import read_targets
 
     if all_variants and (variants or targets or all_targets):
         raise UsageError("--all-variants downloads every variant; drop --variant, --target and --all-targets")

@@ -1,9 +1,9 @@
 """`kernels add` and `kernels remove` as library functions: edit pyproject.toml and relock, as one change.
 
-An edit runs under the project's edit lock (:func:`kernel_deps.projectedit.editing`), so
+An edit runs under the project's edit lock (:func:`kernel_deps.project.edit.editing`), so
 it sees what the last command wrote; its new requirements are resolved before anything is
 written, and then pyproject.toml and kernels.lock are replaced together
-(:func:`kernel_deps.atomicfile.write_together`). ``add`` without a range takes the newest
+(:func:`kernel_deps.core.atomicfile.write_together`). ``add`` without a range takes the newest
 version that serves every declared target, looked up under the same time budget as the
 relock.
 """
@@ -14,21 +14,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from kernel_deps import atomicfile
 from kernel_deps.commands.lock import LockReport, lock_while_editing
-from kernel_deps.projectedit import editing
-from kernel_deps.pyproject import (
+from kernel_deps.core import atomicfile
+from kernel_deps.core.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
+from kernel_deps.core.spec import parse_add_argument
+from kernel_deps.project.edit import editing
+from kernel_deps.project.pyproject import (
     add_requirement,
     project_from_text,
     read_pyproject_text,
     remove_requirement,
     targets_from_text,
 )
-from kernel_deps.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
-from kernel_deps.spec import parse_add_argument
 
 if TYPE_CHECKING:
-    from kernel_deps.hub import HubClient
+    from kernel_deps.hub.client import HubClient
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ def add_kernel(
     release's major series is written (from the newest version serving every declared target).
     UsageError for a bad argument; nothing is written when the relock fails."""
     from kernel_deps.commands.versions import requirement_for_newest
-    from kernel_deps.hub import HubClient
+    from kernel_deps.hub.client import HubClient
 
     project_dir = Path(project_dir)
     repo_id, asked = parse_add_argument(requirement)
@@ -112,7 +112,7 @@ def edit_and_relock(
     old or both new, never an edited pyproject.toml beside an old lock. Links are written
     through, at their target.
     """
-    from kernel_deps.hub import HubClient
+    from kernel_deps.hub.client import HubClient
 
     project_dir = Path(project_dir)
     pyproject = project_dir / PYPROJECT_NAME

@@ -1,7 +1,7 @@
 """`kernels export` as a library function: kernels.lock written in another tool's lock format.
 
-The formats themselves live beside their readers (:func:`kernel_deps.compat.to_kernels017`,
-:func:`kernel_deps.compat.to_kernels016`); this module picks one by name, refuses a lock
+The formats themselves live beside their readers (:func:`kernel_deps.lock.formats.to_kernels017`,
+:func:`kernel_deps.lock.formats.to_kernels016`); this module picks one by name, refuses a lock
 that cannot be carried over whole, and writes the result where it is asked to, never over
 one of the project's own files. No network.
 """
@@ -12,12 +12,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernel_deps.atomicfile import write_text
-from kernel_deps.compat import to_kernels016, to_kernels017
-from kernel_deps.errors import LockfileError, UsageError
-from kernel_deps.lockfile import Lockfile, lock_path
-from kernel_deps.lockread import read_lock
-from kernel_deps.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.core.atomicfile import write_text
+from kernel_deps.core.errors import LockfileError, UsageError
+from kernel_deps.core.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.lock.formats import to_kernels016, to_kernels017
+from kernel_deps.lock.model import Lockfile, lock_path
+from kernel_deps.lock.read import read_lock
 
 # Formats ``kernels export`` writes: name -> writer.
 EXPORT_FORMATS = {"kernels-0.17": to_kernels017, "kernels-0.16": to_kernels016}

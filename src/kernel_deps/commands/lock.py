@@ -6,26 +6,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
-from kernel_deps.lockfile import (
+from kernel_deps.core.errors import UsageError
+from kernel_deps.core.settings import KERNEL_STATUS_NAME, PYPROJECT_NAME, is_offline
+from kernel_deps.core.spec import KernelRequirement
+from kernel_deps.core.targets import Target
+from kernel_deps.lock.freshness import Problem, check_sync, check_targets
+from kernel_deps.lock.model import (
     LockedKernel,
     Lockfile,
     VariantLock,
     lock_path,
     write_lockfile,
 )
-from kernel_deps.lockread import read_lock
-from kernel_deps.projectedit import editing
-from kernel_deps.pyproject import read_project, read_targets
-from kernel_deps.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
-from kernel_deps.errors import UsageError
-from kernel_deps.settings import KERNEL_STATUS_NAME, PYPROJECT_NAME, is_offline
-from kernel_deps.spec import KernelRequirement
-from kernel_deps.sync import Problem, check_sync, check_targets
-from kernel_deps.targets import Target
+from kernel_deps.lock.read import read_lock
+from kernel_deps.project.edit import editing
+from kernel_deps.project.pyproject import read_project, read_targets
+from kernel_deps.resolve.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
 
 if TYPE_CHECKING:  # imported when locking: verify and outdated read locks without the Hub client
-    from kernel_deps.hub import HubClient
-    from kernel_deps.index import KernelIndex
+    from kernel_deps.hub.client import HubClient
+    from kernel_deps.hub.view import KernelIndex
 
 
 SCHEMA_VERSION = 2  # of docs/schemas/lock.schema.json; see docs/ci.md
@@ -189,7 +189,7 @@ def lock_project(
     ``requirements`` and ``targets`` default to the project's pyproject.toml; with targets
     declared, every locked kernel has a build for each of them, or nothing is written.
     Writing holds the project's edit lock from before the files are read until the lock
-    is written (:func:`kernel_deps.projectedit.editing`, which tells ``notice`` when it
+    is written (:func:`kernel_deps.project.edit.editing`, which tells ``notice`` when it
     waits for another command); without ``write``, a pending edit journal is a
     PendingEditError, never applied.
     With ``explain_offline`` (``lock --check`` and ``--dry-run``, which write nothing), a
@@ -199,7 +199,7 @@ def lock_project(
     if not write:
         return lock_while_editing(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=upgrade,
                                   upgrade_packages=upgrade_packages, write=False, explain_offline=explain_offline)  # fmt: skip
-    from kernel_deps.hub import HubClient
+    from kernel_deps.hub.client import HubClient
 
     hub = hub or HubClient()
     with hub.operation(), editing(Path(project_dir), hub=hub, notice=notice):
@@ -250,8 +250,8 @@ def lock_while_editing(
         # Out of date whatever the Hub would answer; what would change is not known without it.
         return LockReport(path, previous, previous, [], False, False, uncovered=uncovered, targets=targets,
                           converted_from=foreign, problems=problems)  # fmt: skip
-    from kernel_deps.hub import HubClient
-    from kernel_deps.index import KernelIndex
+    from kernel_deps.hub.client import HubClient
+    from kernel_deps.hub.view import KernelIndex
 
     hub = hub or HubClient()
     # One time budget for the whole resolution. Pins hold: a redirect added upstream since

@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kernel_deps.hub import HubClient
-from kernel_deps.index import KernelIndex
-from kernel_deps.lockfile import LockedKernel, lock_path
-from kernel_deps.lockread import read_lock
-from kernel_deps.resolver import Candidate, resolve, version_name
-from kernel_deps.pyproject import read_project
-from kernel_deps.spec import KernelRequirement
-from kernel_deps.versions import KernelVersion, satisfies, versions_from_refs
+from kernel_deps.core.spec import KernelRequirement
+from kernel_deps.core.versions import KernelVersion, satisfies, versions_from_refs
+from kernel_deps.hub.client import HubClient
+from kernel_deps.hub.view import KernelIndex
+from kernel_deps.lock.model import LockedKernel, lock_path
+from kernel_deps.lock.read import read_lock
+from kernel_deps.project.pyproject import read_project
+from kernel_deps.resolve.resolver import Candidate, resolve, version_name
 
 
 SCHEMA_VERSION = 1  # of docs/schemas/outdated.schema.json; see docs/ci.md

@@ -16,15 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from kernel_deps import cache, jsondoc
-from kernel_deps.errors import InvalidKernelMetadataError, PyprojectError
-from kernel_deps.lockfile import LockedKernel, Lockfile, lock_path
-from kernel_deps.lockread import read_lock
-from kernel_deps.pyproject import read_project
-from kernel_deps.settings import BUILD_DIR
-from kernel_deps.spec import parse_kernel_depends
-from kernel_deps.system import SystemInfo, detect_system
-from kernel_deps.targets import Target, serving_variant
+from kernel_deps.cache import store as cache
+from kernel_deps.core import jsondoc
+from kernel_deps.core.errors import InvalidKernelMetadataError, PyprojectError
+from kernel_deps.core.settings import BUILD_DIR
+from kernel_deps.core.spec import parse_kernel_depends
+from kernel_deps.core.system import SystemInfo, detect_system
+from kernel_deps.core.targets import Target, serving_variant
+from kernel_deps.lock.model import LockedKernel, Lockfile, lock_path
+from kernel_deps.lock.read import read_lock
+from kernel_deps.project.pyproject import read_project
 
 SCHEMA_VERSION = 1  # of docs/schemas/tree.schema.json; see docs/ci.md
 _CHECK_CACHE = "run 'kernels verify' to check the cached files against the lock"

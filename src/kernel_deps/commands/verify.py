@@ -14,12 +14,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from kernel_deps import cache
-from kernel_deps.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UnsafeRepoContentError, UsageError
-from kernel_deps.lockfile import LockedKernel, Lockfile, lock_path
-from kernel_deps.lockread import read_lock
-from kernel_deps.pools import worker_pool
-from kernel_deps.settings import (
+from kernel_deps.cache import store as cache
+from kernel_deps.cache.pools import worker_pool
+from kernel_deps.core.errors import (
+    HubError,
+    RepoNotFoundError,
+    RevisionNotFoundError,
+    UnsafeRepoContentError,
+    UsageError,
+)
+from kernel_deps.core.settings import (
     BUILD_DIR,
     HUB_WORKERS,
     LOCAL_KERNELS_ENV,
@@ -30,16 +34,18 @@ from kernel_deps.settings import (
     local_overrides,
     offline_env,
 )
-from kernel_deps.pyproject import read_project
-from kernel_deps.sync import RELOCK_HINT, Problem, check_sync, check_targets, unrecorded_requirements
-from kernel_deps.targets import Target, serving_variant, targets_from_options
-from kernel_deps.system import SystemInfo, detect_system
-from kernel_deps.variants import NoMatchingVariantError, select_variant
-from kernel_deps.versions import GitRef
+from kernel_deps.core.system import SystemInfo, detect_system
+from kernel_deps.core.targets import Target, serving_variant, targets_from_options
+from kernel_deps.core.variants import NoMatchingVariantError, select_variant
+from kernel_deps.core.versions import GitRef
+from kernel_deps.lock.freshness import RELOCK_HINT, Problem, check_sync, check_targets, unrecorded_requirements
+from kernel_deps.lock.model import LockedKernel, Lockfile, lock_path
+from kernel_deps.lock.read import read_lock
+from kernel_deps.project.pyproject import read_project
 
 if TYPE_CHECKING:  # imported by --online only: an offline verify never loads the Hub client
-    from kernel_deps.hub import HubClient
-    from kernel_deps.index import KernelIndex
+    from kernel_deps.hub.client import HubClient
+    from kernel_deps.hub.view import KernelIndex
 
 _FILE_MESSAGES = {
     "modified": "{path} was modified",
@@ -153,7 +159,7 @@ def verify_project(
     if wanted:
         problems += check_targets_cached(lock, present, wanted, cache_root)
     if online:
-        from kernel_deps.hub import HubClient
+        from kernel_deps.hub.client import HubClient
 
         hub = hub or HubClient()
         with hub.operation():  # one time budget for every question to the Hub
@@ -272,7 +278,7 @@ def check_targets_cached(
 
 def check_hub(lock: Lockfile, hub: HubClient) -> list[Problem]:
     """Ask the Hub: does each locked commit exist as locked, does its named ref still point at it?"""
-    from kernel_deps.index import KernelIndex
+    from kernel_deps.hub.view import KernelIndex
 
     with KernelIndex(hub) as index, worker_pool(HUB_WORKERS, "kernel-deps-verify") as pool:
         found = list(pool.map(lambda kernel: _check_remote(kernel, index), lock.kernels))

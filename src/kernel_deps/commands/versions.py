@@ -2,10 +2,10 @@
 
 Also the default range `kernels add` writes, from the newest version serving every target.
 
-:mod:`kernel_deps.versions` decides which refs are versions and how they sort; this module
+:mod:`kernel_deps.core.versions` decides which refs are versions and how they sort; this module
 asks the Hub for the refs and, for each distinct commit they point at, how many build
 variants it holds. The variant listings run concurrently (``settings.HUB_WORKERS`` at
-once). Hub failures propagate as :mod:`kernel_deps.errors` types.
+once). Hub failures propagate as :mod:`kernel_deps.core.errors` types.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from kernel_deps.errors import TargetNotServedError, UsageError
-from kernel_deps.hub import HubClient
-from kernel_deps.pools import worker_pool
-from kernel_deps.settings import HUB_WORKERS, KERNEL
-from kernel_deps.targets import Target, missing_targets
-from kernel_deps.versions import KernelVersion, RefKind, default_requirement, versions_from_refs
+from kernel_deps.cache.pools import worker_pool
+from kernel_deps.core.errors import TargetNotServedError, UsageError
+from kernel_deps.core.settings import HUB_WORKERS, KERNEL
+from kernel_deps.core.targets import Target, missing_targets
+from kernel_deps.core.versions import KernelVersion, RefKind, default_requirement, versions_from_refs
+from kernel_deps.hub.client import HubClient
 
 
 SCHEMA_VERSION = 1  # of docs/schemas/versions.schema.json; see docs/ci.md

@@ -13,7 +13,7 @@ loader; the ``kernels.lock`` beside the nearest ``pyproject.toml``, walking up f
 working directory (that project's, or none: the walk stops at the first project).
 
 ``get_kernel``, ``has_kernel`` and ``get_local_kernel`` take the Hugging Face library's
-arguments (docs/loader.md); a ``LOCAL_KERNELS`` override (:mod:`kernel_deps.local_kernels`)
+arguments (docs/loader.md); a ``LOCAL_KERNELS`` override (:mod:`kernel_deps.loader.local`)
 replaces any load of the kernels it names with their local build.
 """
 
@@ -32,8 +32,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from kernel_deps import cache, verified_import
-from kernel_deps.errors import (
+from kernel_deps.cache import store as cache
+from kernel_deps.core.errors import (
     KernelCacheReadError,
     KernelDepsError,
     KernelImportError,
@@ -43,15 +43,16 @@ from kernel_deps.errors import (
     LockNotFoundError,
     UsageError,
 )
-from kernel_deps.lockfile import LockedKernel, Lockfile
-from kernel_deps.lockread import parse_lock, read_lock
-from kernel_deps.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
-from kernel_deps.system import SystemInfo, detect_system
-from kernel_deps.variants import select_variant
-from kernel_deps.verified_import import ROOT_PACKAGE, VerifiedFinder, VerifiedTree, package_of
+from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
+from kernel_deps.core.system import SystemInfo, detect_system
+from kernel_deps.core.variants import select_variant
+from kernel_deps.loader import verified_import
+from kernel_deps.loader.verified_import import ROOT_PACKAGE, VerifiedFinder, VerifiedTree, package_of
+from kernel_deps.lock.model import LockedKernel, Lockfile
+from kernel_deps.lock.read import parse_lock, read_lock
 
 if TYPE_CHECKING:
-    from kernel_deps.spec import KernelRequirement
+    from kernel_deps.core.spec import KernelRequirement
 
 _OWN_PACKAGE = __name__.split(".")[0]
 
@@ -221,9 +222,9 @@ def has_kernel(
     Asks the Hub (its refs and file listing at the resolved commit); downloads nothing.
     A ``LOCAL_KERNELS`` override answers from its local folder instead.
     """
-    from kernel_deps.local_kernels import LocalKernelError, local_build_folder
-    from kernel_deps.settings import local_overrides
-    from kernel_deps.variants import NoMatchingVariantError, rank_variants
+    from kernel_deps.core.settings import local_overrides
+    from kernel_deps.core.variants import NoMatchingVariantError, rank_variants
+    from kernel_deps.loader.local import LocalKernelError, local_build_folder
 
     system = system_for_backend(backend)
     local = local_overrides().get(repo_id)
@@ -246,7 +247,7 @@ def get_local_kernel(
     ``package_name`` names the package folder inside a build of the older layout
     (``build/<variant>/<package_name>/__init__.py``); it is found when not given.
     """
-    from kernel_deps.local_kernels import import_local_kernel
+    from kernel_deps.loader.local import import_local_kernel
 
     system = system_for_backend(backend)
     return import_local_kernel(Path(repo_path), system, package_name=package_name, label=str(repo_path))
@@ -257,8 +258,8 @@ def _override(repo_id: str, system: SystemInfo, *, stacklevel: int = 3) -> Modul
 
     The warning points at the user's line: ``stacklevel`` frames above this one (3: the
     caller of a public function that calls this directly)."""
-    from kernel_deps.local_kernels import import_local_kernel
-    from kernel_deps.settings import local_overrides
+    from kernel_deps.core.settings import local_overrides
+    from kernel_deps.loader.local import import_local_kernel
 
     path = local_overrides().get(repo_id)
     if path is None:
@@ -268,11 +269,11 @@ def _override(repo_id: str, system: SystemInfo, *, stacklevel: int = 3) -> Modul
 
 def _resolve_unlocked(repo_id: str, version: int | str | None, revision: str | None, function: str) -> tuple[Lockfile, "KernelRequirement"]:
     """A one-kernel lock (its dependencies included) for ``version`` or ``revision``, from the Hub."""
-    from kernel_deps.hub import HubClient
-    from kernel_deps.index import KernelIndex
     from kernel_deps.commands.lock import build_lockfile
-    from kernel_deps.resolver import Requester, resolve
-    from kernel_deps.spec import InvalidEntry, requirement_from_value
+    from kernel_deps.core.spec import InvalidEntry, requirement_from_value
+    from kernel_deps.hub.client import HubClient
+    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.resolve.resolver import Requester, resolve
 
     expected = (
         "pass exactly one of version= (a major, e.g. version=1, or a range such as '>=1.2,<2') "

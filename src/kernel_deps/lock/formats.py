@@ -7,14 +7,14 @@
   for (:func:`kernels017_named_pins`).
 
 Which format a file is in, and what each command takes from it, is decided once, by
-:mod:`kernel_deps.lockread`, which reads every lock through the readers here. A writer
+:mod:`kernel_deps.lock.read`, which reads every lock through the readers here. A writer
 for a format sits beside its reader.
 
 Our lock is written in either of their formats by :func:`to_kernels016` and
 :func:`to_kernels017` (``kernels export``, :mod:`kernel_deps.commands.export`), so a
 project can hand its pins to a tool that reads only those.
 
-This module imports :mod:`kernel_deps.lockfile` (the model, its JSON helpers) and
+This module imports :mod:`kernel_deps.lock.model` (the model, its JSON helpers) and
 ``errors``; ``lockread`` only inside :func:`export_lock` (``lockread`` imports this module).
 """
 
@@ -24,8 +24,16 @@ import json
 import re
 from typing import Any
 
-from kernel_deps.errors import LockfileError
-from kernel_deps.lockfile import COMMIT_SHA, FieldError, Lockfile, check_object, invalid, parse_entries, repo_id_problem
+from kernel_deps.core.errors import LockfileError
+from kernel_deps.lock.model import (
+    COMMIT_SHA,
+    FieldError,
+    Lockfile,
+    check_object,
+    invalid,
+    parse_entries,
+    repo_id_problem,
+)
 
 __all__ = [
     "from_kernels016", "kernels017_named_pins", "to_kernels016", "to_kernels017",

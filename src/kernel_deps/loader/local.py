@@ -12,7 +12,7 @@ machine's build chosen as for a Hub repo) or one build folder (``__init__.py`` a
 or in one package folder: the older layout, whose folder ``package_name`` names).
 The import is a plain one, under a private module name unique to the folder.
 
-``LOCAL_KERNELS`` itself is parsed by :func:`kernel_deps.settings.local_overrides` (``kernels
+``LOCAL_KERNELS`` itself is parsed by :func:`kernel_deps.core.settings.local_overrides` (``kernels
 verify`` reads it too). Imports ``errors``, ``system``, ``variants``, ``settings``.
 """
 
@@ -27,10 +27,10 @@ import warnings
 from pathlib import Path
 from types import ModuleType
 
-from kernel_deps.errors import KernelImportError, UsageError
-from kernel_deps.settings import BUILD_DIR, LOCAL_KERNELS_ENV
-from kernel_deps.system import SystemInfo
-from kernel_deps.variants import is_valid_variant_name, select_variant
+from kernel_deps.core.errors import KernelImportError, UsageError
+from kernel_deps.core.settings import BUILD_DIR, LOCAL_KERNELS_ENV
+from kernel_deps.core.system import SystemInfo
+from kernel_deps.core.variants import is_valid_variant_name, select_variant
 
 _MODULE_PREFIX = "_kernel_deps_local"
 

@@ -2,7 +2,7 @@
 
 Errors carry data and a message; they never print. The CLI renders each one once, as a
 single line, and exits with the error's ``exit_code`` (1: a problem found, 2: bad input).
-Every message is redacted when the error is made (:func:`kernel_deps.redaction.redact`):
+Every message is redacted when the error is made (:func:`kernel_deps.core.redaction.redact`):
 no error, whatever text from a lower layer it quotes, holds a URL's user-info or a token.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from kernel_deps.redaction import redact, shown_url
+from kernel_deps.core.redaction import redact, shown_url
 
 
 class KernelDepsError(Exception):

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
 
-from kernel_deps import atomicfile, jsondoc
-from kernel_deps.hashing import git_blob_id, git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
-from kernel_deps.pools import shared_map
-from kernel_deps.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS, hash_threads
+from kernel_deps.cache.pools import shared_map
+from kernel_deps.core import atomicfile, jsondoc
+from kernel_deps.core.hashing import git_blob_id, git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
+from kernel_deps.core.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS, hash_threads
 
 _OWN = ".kernel-deps"
 

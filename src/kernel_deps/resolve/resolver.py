@@ -2,16 +2,16 @@
 
 The provider only adapts: candidates are commits of a repo (with the refs that name
 them), built from the repo's refs listing; whether a commit meets a requirement is
-:func:`kernel_deps.versions.satisfies`, the rule ``kernels verify`` applies to the lock.
+:func:`kernel_deps.core.versions.satisfies`, the rule ``kernels verify`` applies to the lock.
 
 A locked pin is a candidate of its own, offered first: the locked commit with the ref
 name the lock recorded, whether or not that branch or tag still points at it. So a pin
 moves only when it no longer satisfies the requirement, or when ``--upgrade`` /
 ``--upgrade-package`` drops it. A conflict is raised as
-:class:`~kernel_deps.errors.ResolutionError` carrying resolvelib's causes as records
+:class:`~kernel_deps.core.errors.ResolutionError` carrying resolvelib's causes as records
 (who required what, the versions that exist) and its message told from them.
 
-With deployment targets declared (:mod:`kernel_deps.targets`), a candidate is acceptable
+With deployment targets declared (:mod:`kernel_deps.core.targets`), a candidate is acceptable
 only when its variants serve every target. Candidates are then judged lazily, in order,
 so only the trees of the commits the resolver reaches are listed; the ones passed over
 are kept, to say why a kernel was held back (``Resolution.held_back``) or, when no
@@ -29,7 +29,7 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 from resolvelib.resolvers import RequirementInformation
 from resolvelib.resolvers import Resolution as Search
 
-from kernel_deps.errors import (
+from kernel_deps.core.errors import (
     ConflictCause,
     OfferedVersions,
     ResolutionError,
@@ -37,12 +37,19 @@ from kernel_deps.errors import (
     UnservedCandidate,
     UsageError,
 )
-from kernel_deps.spec import KernelRequirement
-from kernel_deps.targets import Target, missing_targets
-from kernel_deps.versions import GitRef, KernelVersion, locked_ref, parse_version_ref, satisfies, versions_from_refs
+from kernel_deps.core.spec import KernelRequirement
+from kernel_deps.core.targets import Target, missing_targets
+from kernel_deps.core.versions import (
+    GitRef,
+    KernelVersion,
+    locked_ref,
+    parse_version_ref,
+    satisfies,
+    versions_from_refs,
+)
 
 if TYPE_CHECKING:  # the index imports the Hub client; reading a lock needs neither
-    from kernel_deps.index import KernelIndex
+    from kernel_deps.hub.view import KernelIndex
 
 _FULL_SHA_LENGTH = 40
 

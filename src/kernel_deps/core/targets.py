@@ -3,7 +3,7 @@
 A project declares ``[tool.kernels] targets = [...]``; each target is written as the name
 an exact torch build for that machine would have (``torch213-cxx11-cu130-x86_64-linux``,
 ``torch213-cpu-aarch64-darwin``). The build that serves a target is the one the loader
-would pick on that machine (:func:`kernel_deps.variants.select_variant`, the order of the
+would pick on that machine (:func:`kernel_deps.core.variants.select_variant`, the order of the
 Hugging Face ``kernels`` library): so a stable-ABI build, a ``torch-<backend>`` build or
 ``torch-universal`` serves a target as well as an exact build does.
 
@@ -18,9 +18,9 @@ import json
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from kernel_deps.errors import UsageError
-from kernel_deps.system import SystemInfo
-from kernel_deps.variants import InvalidVariantError, parse_variant, rank_variants, system_for_variant
+from kernel_deps.core.errors import UsageError
+from kernel_deps.core.system import SystemInfo
+from kernel_deps.core.variants import InvalidVariantError, parse_variant, rank_variants, system_for_variant
 
 TARGET_EXAMPLE = "torch213-cxx11-cu130-x86_64-linux"
 

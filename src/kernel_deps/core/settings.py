@@ -6,7 +6,7 @@ environment variables kernel-deps reads. Variables are read when asked, not at i
 and parsed strictly: an on/off variable is read by huggingface_hub's rule, and a value
 that is neither exactly on nor exactly off is bad input naming the variable. The variables
 huggingface_hub itself parses at import, and the endpoint's check, are in
-:mod:`kernel_deps.hub_environment`.
+:mod:`kernel_deps.hub.environment`.
 
 This module imports nothing heavy: the CLI's start-up and the build hooks read it.
 """
@@ -17,7 +17,7 @@ import math
 import os
 from pathlib import Path
 
-from kernel_deps.errors import InvalidRepoIdError, UsageError
+from kernel_deps.core.errors import InvalidRepoIdError, UsageError
 
 LOCK_NAME = "kernels.lock"
 PYPROJECT_NAME = "pyproject.toml"
@@ -72,8 +72,8 @@ OFFLINE_ENV = "HF_HUB_OFFLINE"
 TRANSFORMERS_OFFLINE_ENV = "TRANSFORMERS_OFFLINE"
 BUDGET_ENV = "KERNELS_HUB_BUDGET"
 ALLOW_STALE_ENV = "KERNELS_ALLOW_STALE_LOCK"
-# ENDPOINT_ENV (HF_ENDPOINT) is defined in kernel_deps.redaction, which hides its credentials,
-# and checked, with the variables huggingface_hub parses at import, by kernel_deps.hub_environment.
+# ENDPOINT_ENV (HF_ENDPOINT) is defined in kernel_deps.core.redaction, which hides its credentials,
+# and checked, with the variables huggingface_hub parses at import, by kernel_deps.hub.environment.
 
 # huggingface_hub's rule (constants._is_true): on is exactly one of these, in any case, and
 # anything else is off. A value it reads as off that is not plainly off (" 1 ", "maybe") is
@@ -134,7 +134,7 @@ def local_overrides() -> dict[str, Path]:
     them; an entry without ``=``, with an invalid repo id or an empty path, or a repo id
     given twice, is bad input naming the variable and the entry.
     """
-    from kernel_deps.spec import validate_repo_id  # packaging: only when the variable is set
+    from kernel_deps.core.spec import validate_repo_id  # packaging: only when the variable is set
 
     raw = os.environ.get(LOCAL_KERNELS_ENV, "").strip()
     overrides: dict[str, Path] = {}

@@ -8,7 +8,7 @@ such as torch_npu, torch_neuronx or torch_xla that changes torch when imported).
 way it asks in the order the Hugging Face ``kernels`` library does, so both describe a
 machine the same way; without torch, a loadable CUDA runtime library still tells CUDA
 from CPU.
-``SystemInfo`` is plain data: ranking (:mod:`kernel_deps.variants`) never looks anything
+``SystemInfo`` is plain data: ranking (:mod:`kernel_deps.core.variants`) never looks anything
 up itself.
 """
 

@@ -1,11 +1,11 @@
 """pyproject.toml: ``[tool.kernels]`` read with its line numbers, and edited in place.
 
 Reading parses the file once (tomlkit) and returns the ``[tool.kernels]`` table and the
-requirements of ``[tool.kernels.dependencies]`` (:mod:`kernel_deps.spec` judges each
+requirements of ``[tool.kernels.dependencies]`` (:mod:`kernel_deps.core.spec` judges each
 entry); an invalid entry is named with its file and line. Editing goes through tomlkit,
 so comments, layout and line endings survive. Reading never applies the journal of an
 interrupted ``kernels add`` / ``kernels remove``: with one beside the file, it is a
-PendingEditError (:mod:`kernel_deps.projectedit`; a command that writes finishes the
+PendingEditError (:mod:`kernel_deps.project.edit`; a command that writes finishes the
 journal first, under the project's edit lock).
 """
 
@@ -21,11 +21,9 @@ from tomlkit.exceptions import ParseError, TOMLKitError
 from tomlkit.items import InlineTable
 from tomlkit.toml_document import TOMLDocument
 
-from kernel_deps.errors import PyprojectError
-from kernel_deps.projectedit import refuse_pending_edit
-from kernel_deps.settings import PYPROJECT_NAME
-from kernel_deps.targets import InvalidTargetName, Target, parse_targets
-from kernel_deps.spec import (
+from kernel_deps.core.errors import PyprojectError
+from kernel_deps.core.settings import PYPROJECT_NAME
+from kernel_deps.core.spec import (
     TABLE,
     InvalidEntry,
     KernelRequirement,
@@ -35,6 +33,8 @@ from kernel_deps.spec import (
     requirement_from_value,
     show_toml,
 )
+from kernel_deps.core.targets import InvalidTargetName, Target, parse_targets
+from kernel_deps.project.edit import refuse_pending_edit
 
 _PATH = ("tool", "kernels", "dependencies")
 _TARGETS_PATH = ("tool", "kernels", "targets")
@@ -144,7 +144,7 @@ def _no_table(source: object) -> PyprojectError:
 
 def _read_pyproject(project_dir: Path, *, missing_ok: bool) -> str | None:
     path = project_dir / PYPROJECT_NAME
-    # A pending edit is finished only by a command that writes, before it reads (kernel_deps.projectedit).
+    # A pending edit is finished only by a command that writes, before it reads (kernel_deps.project.edit).
     refuse_pending_edit(path)
     try:
         return path.read_bytes().decode("utf-8")

@@ -4,7 +4,7 @@
 An entry is a repo id and one of three forms: a PEP 440 range (``">=1.2,<2"``, selected
 against ``vX.Y.Z`` tags), a major version (``1``: the ``v1`` branch), or an explicit
 ``{ revision = "..." }``. Invalid input is one :class:`PyprojectError` line that quotes it
-(:func:`show_toml`). Reading and editing pyproject.toml itself is :mod:`kernel_deps.pyproject`.
+(:func:`show_toml`). Reading and editing pyproject.toml itself is :mod:`kernel_deps.project.pyproject`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from kernel_deps.errors import InvalidRepoIdError, PyprojectError, UsageError
+from kernel_deps.core.errors import InvalidRepoIdError, PyprojectError, UsageError
 
 # The Hub's own rule for a namespaced repo id: org and name of letters, digits, '-', '_'
 # and '.', not starting or ending with '-' or '.', no '--' or '..'.

@@ -4,7 +4,7 @@ A :class:`Transport` refuses to send anything while ``HF_HUB_OFFLINE`` is set, g
 attempt connect and read timeouts, retries transient faults (5xx, 429, resets, timeouts,
 cut bodies) with jittered exponential backoff within the retry count, and turns every
 HTTP error, and every OS error of the file a download writes, into a
-:mod:`kernel_deps.errors` type whose message is one line a user can act on.
+:mod:`kernel_deps.core.errors` type whose message is one line a user can act on.
 
 The time budget (``KERNELS_HUB_BUDGET``) belongs to one operation, not to the client:
 :meth:`Transport.operation` starts a deadline that every request inside it shares (a
@@ -21,7 +21,7 @@ Credentials in the endpoint (``https://user:pass@host``) stay in the URLs reques
 (the HTTP client sends them as Basic authentication) and never in a message: messages name
 the Hub by :attr:`Transport.shown_endpoint`, and a lower layer's text (an exception, a
 Hub's error message that echoes what it was sent) is redacted of the endpoint's
-credentials and of the token before it is quoted (:mod:`kernel_deps.redaction`).
+credentials and of the token before it is quoted (:mod:`kernel_deps.core.redaction`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-from kernel_deps.hub_environment import import_huggingface_hub
+from kernel_deps.hub.environment import import_huggingface_hub
 
 import_huggingface_hub()  # first: malformed HF_* settings must not fail this import
 
@@ -45,7 +45,7 @@ from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, OfflineMo
 from huggingface_hub.errors import RevisionNotFoundError as HfRevisionNotFoundError
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
-from kernel_deps.errors import (
+from kernel_deps.core.errors import (
     FileWriteError,
     HubAuthError,
     HubError,
@@ -55,9 +55,16 @@ from kernel_deps.errors import (
     RevisionNotFoundError,
     UsageError,
 )
-from kernel_deps.hub_environment import check_hub_settings, endpoint_problem
-from kernel_deps.redaction import ENDPOINT_ENV, redact, shown_url, url_secrets
-from kernel_deps.settings import BUDGET_ENV, OFFLINE_ENV, TRANSFORMERS_OFFLINE_ENV, env_seconds, is_offline, offline_env
+from kernel_deps.core.redaction import ENDPOINT_ENV, redact, shown_url, url_secrets
+from kernel_deps.core.settings import (
+    BUDGET_ENV,
+    OFFLINE_ENV,
+    TRANSFORMERS_OFFLINE_ENV,
+    env_seconds,
+    is_offline,
+    offline_env,
+)
+from kernel_deps.hub.environment import check_hub_settings, endpoint_problem
 
 T = TypeVar("T")
 
@@ -76,7 +83,7 @@ REFUSED_RETRIES = 2
 class RequestSubject:
     """What a Hub request is about, for its error messages: a repo, a revision, a file.
 
-    (Not a deployment target: that is :class:`kernel_deps.targets.Target`.)
+    (Not a deployment target: that is :class:`kernel_deps.core.targets.Target`.)
     """
 
     repo_id: str

@@ -3,7 +3,7 @@
 A Hub address may carry credentials (``HF_ENDPOINT=https://user:pass@hub.internal``), and
 requests carry a token. Both must keep working for requests and never be shown: the
 endpoint is always rendered through :func:`shown_url`, and every error message passes
-:func:`redact` when the error is made (:class:`kernel_deps.errors.KernelDepsError`), so
+:func:`redact` when the error is made (:class:`kernel_deps.core.errors.KernelDepsError`), so
 texts from lower layers (huggingface_hub, httpx, a Hub's own error message echoing what
 it was sent) lose them too.
 

@@ -33,8 +33,8 @@ import stat
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from kernel_deps import jsondoc
-from kernel_deps.errors import EditJournalError, FileWriteError
+from kernel_deps.core import jsondoc
+from kernel_deps.core.errors import EditJournalError, FileWriteError
 
 __all__ = ["finish_pending", "write_text", "write_text_if_changed", "write_together"]
 

@@ -13,9 +13,9 @@ is checked in one place:
   (``'[1].variants.x.hash'``), and :meth:`Lockfile.from_json` turns each into one
   :class:`LockfileError` line naming the file, the entry and the key.
 
-A file is read (in whichever format) by :mod:`kernel_deps.lockread`, and other tools'
-entries by :mod:`kernel_deps.compat`, through the helpers below; files are written
-through :mod:`kernel_deps.atomicfile`. This module imports
+A file is read (in whichever format) by :mod:`kernel_deps.lock.read`, and other tools'
+entries by :mod:`kernel_deps.lock.formats`, through the helpers below; files are written
+through :mod:`kernel_deps.core.atomicfile`. This module imports
 ``errors``, ``hashing``, ``spec`` (the repo id rule), ``variants`` (the longest variant
 name) and ``atomicfile``, nothing heavier.
 """
@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernel_deps import atomicfile, jsondoc
-from kernel_deps.errors import InvalidRepoIdError, LockfileError
-from kernel_deps.hashing import HASH_TYPE
-from kernel_deps.settings import LOCK_NAME
-from kernel_deps.spec import (
+from kernel_deps.core import atomicfile, jsondoc
+from kernel_deps.core.errors import InvalidRepoIdError, LockfileError
+from kernel_deps.core.hashing import HASH_TYPE
+from kernel_deps.core.settings import LOCK_NAME
+from kernel_deps.core.spec import (
     MAX_MAJOR_DIGITS,
     InvalidEntry,
     KernelRequirement,
@@ -42,7 +42,7 @@ from kernel_deps.spec import (
     show_value,
     validate_repo_id,
 )
-from kernel_deps.variants import MAX_NAME_LENGTH as MAX_VARIANT_NAME_LENGTH
+from kernel_deps.core.variants import MAX_NAME_LENGTH as MAX_VARIANT_NAME_LENGTH
 
 __all__ = [
     "LockedKernel", "Lockfile", "VariantLock", "lock_path", "requirement_from_text", "write_lockfile",

@@ -2,7 +2,7 @@
 
 ``kernels lock --check`` (when no pin has to move), ``kernels verify`` and the build
 hooks all ask this one question: is every ``[tool.kernels.dependencies]`` entry locked,
-by an entry that satisfies it (:func:`kernel_deps.versions.satisfies`, the resolver's own
+by an entry that satisfies it (:func:`kernel_deps.core.versions.satisfies`, the resolver's own
 rule) and was locked for that same requirement, does every locked dependency still meet
 what the kernels depending on it require of it (their ``kernel-depends``, as the lock
 records them), and is every other entry still needed?
@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from kernel_deps.lockfile import LockedKernel, Lockfile, requirement_from_text
-from kernel_deps.spec import KernelRequirement
-from kernel_deps.targets import Target, missing_targets
-from kernel_deps.versions import locked_ref, parse_version_ref, satisfies
+from kernel_deps.core.spec import KernelRequirement
+from kernel_deps.core.targets import Target, missing_targets
+from kernel_deps.core.versions import locked_ref, parse_version_ref, satisfies
+from kernel_deps.lock.model import LockedKernel, Lockfile, requirement_from_text
 
 RELOCK_HINT = "run 'kernels lock' to update kernels.lock"
 

@@ -16,8 +16,8 @@ import re
 import sys
 from urllib.parse import urlsplit
 
-from kernel_deps.errors import UsageError
-from kernel_deps.redaction import ENDPOINT_ENV, redact, shown_url, url_secrets
+from kernel_deps.core.errors import UsageError
+from kernel_deps.core.redaction import ENDPOINT_ENV, redact, shown_url, url_secrets
 
 # Whole numbers huggingface_hub parses when it is imported (a traceback when malformed).
 HUB_INT_ENVS = ("HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT")

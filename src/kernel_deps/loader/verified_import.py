@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from kernel_deps.errors import KernelCacheReadError, KernelIntegrityError
-from kernel_deps.hashing import git_blob_id
+from kernel_deps.core.errors import KernelCacheReadError, KernelIntegrityError
+from kernel_deps.core.hashing import git_blob_id
 
 ROOT_PACKAGE = "_kernel_deps_loaded"
 

@@ -5,7 +5,7 @@ them runs inside (``kernels lock``, ``kernels add``, ``kernels remove``). It hol
 project's edit lock, ``.kernels-edit.lock`` beside the files (a ``filelock`` file lock, so
 a second command waits for the first and then reads what the first wrote, instead of both
 editing the same old texts and one losing), and finishes first an edit a kill interrupted
-(:func:`kernel_deps.atomicfile.finish_pending`, which applies only a journal proving to be
+(:func:`kernel_deps.core.atomicfile.finish_pending`, which applies only a journal proving to be
 such an edit of these very files). The lock file exists only while a command holds it:
 the holder removes it before letting go, and a command that then gets the lock on a file
 no longer there locks the file there now instead, so no two ever hold it.
@@ -25,9 +25,9 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from kernel_deps import atomicfile
-from kernel_deps.errors import FileWriteError, PendingEditError, ProjectBusyError, PyprojectError, UsageError
-from kernel_deps.settings import (
+from kernel_deps.core import atomicfile
+from kernel_deps.core.errors import FileWriteError, PendingEditError, ProjectBusyError, PyprojectError, UsageError
+from kernel_deps.core.settings import (
     BUDGET_ENV,
     EDIT_JOURNAL_NAME,
     EDIT_LOCK_NAME,
@@ -39,7 +39,7 @@ from kernel_deps.settings import (
 if TYPE_CHECKING:
     from filelock import FileLock
 
-    from kernel_deps.hub import HubClient
+    from kernel_deps.hub.client import HubClient
 
 __all__ = ["PROJECT_FILES", "editing", "refuse_pending_edit"]
 

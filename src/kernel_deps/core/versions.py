@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterable, Literal
 from packaging.version import InvalidVersion, Version
 
 if TYPE_CHECKING:
-    from kernel_deps.spec import KernelRequirement
+    from kernel_deps.core.spec import KernelRequirement
 
 RefKind = Literal["tag", "branch"]
 

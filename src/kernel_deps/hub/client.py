@@ -1,9 +1,9 @@
-"""The Hub API calls kernel-deps makes, on top of :mod:`kernel_deps.transport`.
+"""The Hub API calls kernel-deps makes, on top of :mod:`kernel_deps.hub.transport`.
 
 Kernel repos are ``repo_type="kernel"``; older kernels live in ``model`` repos, which are
 used when no kernel repo of that id exists. Refs are always listed first and every later
 call names a full commit SHA, so a result never depends on a ref moving mid-run. Every
-request goes through one :class:`~kernel_deps.transport.Transport` (offline check,
+request goes through one :class:`~kernel_deps.hub.transport.Transport` (offline check,
 timeouts, retries, error mapping); this module builds the URLs and reads the answers.
 What the files mean (metadata, hashes) is for the modules that use them.
 
@@ -24,25 +24,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from kernel_deps.hub_environment import import_huggingface_hub
+from kernel_deps.hub.environment import import_huggingface_hub
 
 import_huggingface_hub()  # first: malformed HF_* settings must not fail this import
 
 import httpx2
 from huggingface_hub import hf_hub_url
 
-from kernel_deps import jsondoc
-from kernel_deps.errors import (
+from kernel_deps.core import jsondoc
+from kernel_deps.core.errors import (
     HubError,
     PathNotFoundError,
     RepoNotFoundError,
     RevisionNotFoundError,
     UnsafeRepoContentError,
 )
-from kernel_deps.settings import BUILD_DIR, KERNEL, MODEL, REPO_TYPE_PLURALS
-from kernel_deps.spec import validate_repo_id
-from kernel_deps.transport import RequestSubject, Transport
-from kernel_deps.versions import GitRef
+from kernel_deps.core.settings import BUILD_DIR, KERNEL, MODEL, REPO_TYPE_PLURALS
+from kernel_deps.core.spec import validate_repo_id
+from kernel_deps.core.versions import GitRef
+from kernel_deps.hub.transport import RequestSubject, Transport
 
 # metadata.json is a few hundred bytes; anything far larger is not one.
 MAX_SMALL_FILE_BYTES = 1 << 20

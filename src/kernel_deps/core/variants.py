@@ -51,10 +51,10 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from kernel_deps.errors import KernelDepsError, UsageError
-from kernel_deps.system import SystemInfo, abi_label, backend_label, dotted
+from kernel_deps.core.errors import KernelDepsError, UsageError
+from kernel_deps.core.system import SystemInfo, abi_label, backend_label, dotted
 
-# The longest variant folder name; kernel_deps.lockfile applies the same limit to locked names.
+# The longest variant folder name; kernel_deps.lock.model applies the same limit to locked names.
 MAX_NAME_LENGTH = 100
 _ARCH_BUILD = re.compile(
     r"(?:(?P<framework>torch|torch-stable-abi|tvm-ffi)(?P<fver>[0-9]+))"

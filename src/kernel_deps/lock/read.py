@@ -2,11 +2,11 @@
 
 Every command and the loader read a lock here, a file (:func:`read_lock`) or a text such as
 the lock a wheel embeds (:func:`parse_lock`): the bytes are read and decoded once, the
-JSON parsed once (``jsondoc``, through :func:`kernel_deps.lockfile.load_entries`), the
+JSON parsed once (``jsondoc``, through :func:`kernel_deps.lock.model.load_entries`), the
 format decided once, and the entries checked as strictly as the tool that writes them
 reads them. The result is a :class:`LockRead` record. The formats:
 
-- ``kernel-deps``: ours (:mod:`kernel_deps.lockfile`);
+- ``kernel-deps``: ours (:mod:`kernel_deps.lock.model`);
 - ``kernels-0.16``: the Hugging Face ``kernels`` library up to 0.16, whose entries are
   ours without ``version``, ``requirement`` and ``dependencies`` (told by an entry
   without ``dependencies``);
@@ -24,7 +24,7 @@ What a reader needs of a lock is its ``purpose``:
 - ``embed`` (the build hooks: what a wheel carries): any format, as it is.
 
 A file is never read while an edit journal lies beside it
-(:func:`kernel_deps.projectedit.refuse_pending_edit`): a command that writes finishes the
+(:func:`kernel_deps.project.edit.refuse_pending_edit`): a command that writes finishes the
 journal under the edit lock before it reads, and every other reader is refused.
 
 This module imports ``lockfile`` (the model, its parse), ``compat`` (the other tools'
@@ -40,10 +40,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, overload
 
-from kernel_deps.compat import from_kernels016, kernels017_named_pins
-from kernel_deps.errors import LockfileError
-from kernel_deps.lockfile import Lockfile, load_entries, parse_entries
-from kernel_deps.projectedit import refuse_pending_edit
+from kernel_deps.core.errors import LockfileError
+from kernel_deps.lock.formats import from_kernels016, kernels017_named_pins
+from kernel_deps.lock.model import Lockfile, load_entries, parse_entries
+from kernel_deps.project.edit import refuse_pending_edit
 
 __all__ = [
     "FORMATS", "PURPOSES", "WRITTEN_BY", "LockFormat", "LockRead", "LockedPin", "Purpose", "lock_format", "parse_lock",

@@ -18,19 +18,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence, TypeVar
 
-from kernel_deps import cache, jsondoc
-from kernel_deps.errors import (
+from kernel_deps.cache import store as cache
+from kernel_deps.core import jsondoc
+from kernel_deps.core.errors import (
     HubError,
     InvalidKernelMetadataError,
     InvalidRepoIdError,
     PyprojectError,
     RepoNotFoundError,
 )
-from kernel_deps.hashing import variant_hash
-from kernel_deps.hub import MAX_SMALL_FILE_BYTES, CommitListing, HubClient, RepoRefs, TreeFile
-from kernel_deps.settings import BUILD_DIR, HUB_RESOLVE_WORKERS, KERNEL_STATUS_NAME
-from kernel_deps.spec import KernelRequirement, parse_kernel_depends, show_toml, validate_repo_id
-from kernel_deps.variants import is_valid_variant_name
+from kernel_deps.core.hashing import variant_hash
+from kernel_deps.core.settings import BUILD_DIR, HUB_RESOLVE_WORKERS, KERNEL_STATUS_NAME
+from kernel_deps.core.spec import KernelRequirement, parse_kernel_depends, show_toml, validate_repo_id
+from kernel_deps.core.variants import is_valid_variant_name
+from kernel_deps.hub.client import MAX_SMALL_FILE_BYTES, CommitListing, HubClient, RepoRefs, TreeFile
 
 T = TypeVar("T")
 
