@@ -46,13 +46,15 @@ def test_every_python_example_of_the_library_page_and_the_readme_runs(
     quick_start = python_blocks(README)["Quick start"].replace("kernels-community/", "kernels-test/")
     readme = {"__name__": "docs_example"}
     exec(compile(quick_start, "README.md (Quick start)", "exec"), readme)
+    library = python_blocks(README)["Library"]
+    exec(compile(library, "README.md (Library)", "exec"), {"__name__": "docs_example"})
     out = capsys.readouterr().out.splitlines()
     assert re.fullmatch(r"\['\+ kernels-test/activation v1\.2\.0 \([0-9a-f]{12}\)'\]", out[0])  # as its comment shows
     assert out[1].startswith("True False ")  # written, not up to date before
     assert re.fullmatch(r"added [0-9a-f]{12}", out[2])  # the change as a record
     assert out[3].startswith("1 0 ")  # one variant fetched
     assert out[4] == "True"  # verify: nothing disagrees
-    assert out[-1] == "kernel"
+    assert out[-2:] == ["kernel", "True"]  # README's Library block: the lock is up to date, verify passes
     origin = ran["Loading kernels"]["activation"].__kernel_origin__
     assert (origin.repo_id, origin.lock_origin) == ("kernels-test/activation", "project")
     assert readme["activation"] is ran["Loading kernels"]["activation"]  # the same locked build, loaded once
