@@ -257,3 +257,34 @@ def test_download_into_places_the_variants_it_made_present_and_replaces_what_cha
     # The CUDA variant went with its blobs: only the CPU variant's remain.
     kept = {p.name for p in (cache.find_repo_dir(repo_id, into) / "blobs").iterdir()}
     assert kept == set(cache.check_variant(repo_id, commit, CPU_VARIANT, "", root=into).files.values())
+
+
+# -- killed -----------------------------------------------------------------------------
+
+
+def test_a_sync_killed_at_any_moment_is_completed_by_the_next_run(hub_env, proxy, tmp_path) -> None:
+    """A real process (a kill is only a process's), killed while locking, downloading or placing."""
+    import signal
+    import time
+
+    from tests.fixtures.downloads import add_repos
+
+    project = write_project(tmp_path / "app", add_repos(hub_env, "sync-killed", lfs_size=1 << 20, kernels=2))
+    proxy.latency = 0.05
+    into = tmp_path / "shipped"
+    env = {**os.environ, "HF_ENDPOINT": proxy.url}
+    kernels_script = str(Path(sys.executable).with_name("kernels"))
+    for delay in (0.4, 0.8, 1.2, 1.6, 2.0, 2.6):
+        process = subprocess.Popen([kernels_script, "sync", "-q", "--into", str(into), str(project)], env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        time.sleep(delay)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        lock = project / "kernels.lock"
+        assert not lock.exists() or kernels("lock", "--check", str(project), **OFFLINE).returncode == 0
+    rerun = kernels("sync", "--into", str(into), str(project), HF_ENDPOINT=proxy.url)
+    assert rerun.returncode == 0, (rerun.stdout, rerun.stderr)
+    assert kernels("verify", "--require-cached", str(project)).returncode == 0
+    placed = kernels("verify", "--require-cached", str(project), KERNELS_CACHE=str(into))
+    assert placed.returncode == 0, placed.stdout
+    assert not [p for p in into.rglob("*") if p.name.endswith(".incoming")]

@@ -587,7 +587,7 @@ def sync(
 
     report = sync_project(
         project_dir, locked=locked, frozen=frozen, targets=targets, all_targets=all_targets, into=into,
-        progress=_download_progress(_quiet(), lines=False), notice=_notice(),
+        progress=_download_progress(_quiet(), lines=not as_json), notice=_notice(),
     )  # fmt: skip
     if as_json:
         _echo_json(report.to_json())
