@@ -107,8 +107,8 @@ class DownloadReport:
 
     def to_json(self) -> dict:
         """The report as docs/schemas/download.schema.json describes it."""
-        extra = {"into": self.into.to_json()} if self.into is not None else {}
-        return extra | {
+        into = {"into": self.into.to_json()} if self.into is not None else {}  # --into only
+        return {
             "schema_version": SCHEMA_VERSION,
             "lockfile": str(self.lockfile),
             "cache": str(self.cache_root),
@@ -128,7 +128,7 @@ class DownloadReport:
                 }
                 for o in self.outcomes
             ],
-        }
+        } | into
 
 
 class Progress:
