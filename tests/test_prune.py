@@ -64,7 +64,8 @@ def test_prune_keeps_every_locked_variant_and_removes_the_rest(hub_env, tmp_path
     assert run_kernels("cache", "prune", "-q", str(app)).returncode == 0
     assert cache.find_repo_dir(second) is None
     assert run_kernels("verify", "--require-cached", str(app), env={"HF_HUB_OFFLINE": "1"}).returncode == 0
-    assert {p.name for p in (repo / "snapshots" / hub_env.repos[first].commits["1.0.0"] / "build").iterdir()} == {CPU_VARIANT}
+    build = repo / "snapshots" / hub_env.repos[first].commits["1.0.0"] / "build"
+    assert {p.name for p in build.iterdir()} == {CPU_VARIANT}
 
 
 def test_a_project_without_a_lock_stops_prune_before_anything_goes(hub_env, tmp_path) -> None:

@@ -562,7 +562,8 @@ def verify(
 
 @main.command()
 @click.argument("project_dir", default=".", type=_PROJECT_DIR)
-@click.option("--locked", is_flag=True, help="Exit 1 if kernels.lock is missing or out of date; write and fetch nothing.")
+@click.option("--locked", is_flag=True,
+              help="Exit 1 if kernels.lock is missing or out of date; write and fetch nothing.")
 @click.option("--frozen", is_flag=True, help="Use kernels.lock as it is; never check pyproject.toml for changes.")
 @_target_options(
     "Download and verify the build serving this deployment target (repeatable), instead of this machine's.",

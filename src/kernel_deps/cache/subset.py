@@ -103,7 +103,8 @@ def place_subset(wanted: Sequence[WantedVariant], folder: Path, *, root: Path | 
             else:
                 path.unlink()
     except OSError as exc:
-        raise FileWriteError(f"--into {folder}: cannot write {exc.filename or folder} ({exc.strerror or exc})") from None
+        where = exc.filename or folder
+        raise FileWriteError(f"--into {folder}: cannot write {where} ({exc.strerror or exc})") from None
     placed = tuple(store.check_variant(w.repo_id, w.commit, w.variant, w.hash, root=folder) for w in wanted)
     return SubsetReport(folder, placed, tuple(removed))
 

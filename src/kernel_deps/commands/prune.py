@@ -120,7 +120,9 @@ def _prune_repo(repo: Path, commits: set[str], kept: list[tuple[str, str]]) -> l
 def _stale_lock_files(root: Path, prefix: str, repos: set[str]) -> list[PrunedPath]:
     """Lock files of kernel repos no longer in the cache at all, untouched for a day."""
     locks = root / ".locks"
-    folders = [f for f in sorted(locks.iterdir()) if f.name.startswith(prefix) and f.name not in repos] if locks.is_dir() else []
+    if not locks.is_dir():
+        return []
+    folders = [f for f in sorted(locks.iterdir()) if f.name.startswith(prefix) and f.name not in repos]
     return [entry for folder in folders for entry in _stale(folder.glob("*.kernel-deps.lock"), "lock-file")]
 
 
@@ -151,4 +153,6 @@ def _remove(path: Path) -> None:
         else:
             path.unlink(missing_ok=True)
     except OSError as exc:
-        raise FileWriteError(f"{path}: cannot remove it from the kernel cache ({exc.strerror or exc}); check its permissions") from None
+        raise FileWriteError(
+            f"{path}: cannot remove it from the kernel cache ({exc.strerror or exc}); check its permissions"
+        ) from None
