@@ -5,7 +5,7 @@
 Without --input a synthetic 480x640 test image is used. The result is checked against a
 pure torch implementation of the same formula; the exit status is 1 if they differ.
 The kernel comes from the Hugging Face cache only (`load_kernel` never downloads): run
-`kernels download .` first, as the Dockerfile does at build time.
+`kernels download .` (or `kernels sync .`) first; the Dockerfile runs `kernels sync` at build time.
 """
 
 from __future__ import annotations

@@ -463,6 +463,8 @@ def _download_progress(quiet: bool, lines: bool = True):
     "Download the build serving this deployment target (repeatable), e.g. torch213-cpu-aarch64-darwin.",
     "Download the builds serving every target [tool.kernels] declares.",
 )
+@click.option("--into", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Also place exactly these variants in DIR, in the Hugging Face cache layout, verified.")
 @_JSON_OPTION
 @_QUIET_OPTION
 def download(
@@ -471,6 +473,7 @@ def download(
     variants: tuple[str, ...],
     targets: tuple[str, ...],
     all_targets: bool,
+    into: Path | None,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -480,15 +483,22 @@ def download(
     progress = _download_progress(_quiet(), lines=not as_json)
     report = download_project(
         project_dir, all_variants=all_variants, variants=variants, targets=targets, all_targets=all_targets,
-        progress=progress,
+        progress=progress, into=into,
     )  # fmt: skip
     if as_json:
         _echo_json(report.to_json())
-    elif not _quiet():
-        click.echo(
-            f"{len(report.fetched) + len(report.already_cached)} variants present and verified "
-            f"({len(report.fetched)} downloaded, {report.files_fetched} files, {report.bytes_fetched:,} bytes)"
-        )
+    else:
+        for line in report.into.problems if report.into is not None else ():
+            click.echo(line)
+        if not _quiet():
+            placed = f"; placed in {report.into.folder}, verified" if report.into is not None and report.into.ok else ""
+            click.echo(
+                f"{len(report.fetched) + len(report.already_cached)} variants present and verified "
+                f"({len(report.fetched)} downloaded, {report.files_fetched} files, {report.bytes_fetched:,} bytes)"
+                f"{placed}"
+            )
+    if report.into is not None and not report.into.ok:
+        sys.exit(1)
 
 
 # -- kernels verify ---------------------------------------------------------------------
@@ -545,6 +555,95 @@ def verify(
             )
     if not report.ok:
         sys.exit(1)
+
+
+# -- kernels sync -----------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.option("--locked", is_flag=True,
+              help="Exit 1 if kernels.lock is missing or out of date; write and fetch nothing.")
+@click.option("--frozen", is_flag=True, help="Use kernels.lock as it is; never check pyproject.toml for changes.")
+@_target_options(
+    "Download and verify the build serving this deployment target (repeatable), instead of this machine's.",
+    "As --target, for every target [tool.kernels] declares.",
+)
+@click.option("--into", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Also place exactly the locked variants in DIR, in the Hugging Face cache layout, verified.")
+@_JSON_OPTION
+@_QUIET_OPTION
+def sync(
+    project_dir: Path,
+    locked: bool,
+    frozen: bool,
+    targets: tuple[str, ...],
+    all_targets: bool,
+    into: Path | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Lock if pyproject.toml changed, download the locked kernels, verify them (one step)."""
+    from kernel_deps.commands.sync import sync_project
+
+    report = sync_project(
+        project_dir, locked=locked, frozen=frozen, targets=targets, all_targets=all_targets, into=into,
+        progress=_download_progress(_quiet(), lines=not as_json), notice=_notice(),
+    )  # fmt: skip
+    if as_json:
+        _echo_json(report.to_json())
+    elif report.lock_state == "out-of-date":
+        _render_lock(report.lock, as_json=False, check=True, quiet=_quiet())
+    else:
+        if report.lock_state in ("updated", "created") and not _quiet():
+            for line in (change_line(change) for change in report.lock.changes):
+                click.echo(line)
+        for line in report.messages:
+            click.echo(line)
+        if not _quiet():
+            name = report.lockfile.name
+            lock_text = {"up-to-date": f"{name} up to date", "updated": f"wrote {name}",
+                         "created": f"wrote {name}", "frozen": f"{name} used as it is"}[report.lock_state]  # fmt: skip
+            download = report.download
+            present = len(download.fetched) + len(download.already_cached)
+            where = f"; placed in {report.into.folder}, verified" if report.into is not None and report.ok else ""
+            verdict = "verified" if report.ok else f"{len(report.messages)} problems found"
+            click.echo(
+                f"Synced {report.verify.kernels} kernels: {lock_text}; {present} variants present, {verdict} "
+                f"({len(download.fetched)} downloaded, {download.files_fetched} files, {download.bytes_fetched:,} bytes)"
+                f"{where}"
+            )
+    if not report.ok:
+        sys.exit(1)
+
+
+# -- kernels cache prune ----------------------------------------------------------------
+
+
+@main.group()
+def cache() -> None:
+    """Manage the kernel cache."""
+
+
+@cache.command()
+@click.argument("project_dirs", nargs=-1, type=_PROJECT_DIR)
+@click.option("--dry-run", is_flag=True, help="List what would be removed, with sizes; remove nothing.")
+@_JSON_OPTION
+@_QUIET_OPTION
+def prune(project_dirs: tuple[Path, ...], dry_run: bool, as_json: bool, quiet: bool) -> None:
+    """Remove every kernel commit no PROJECT_DIR's kernels.lock pins (default: .), and stale downloads."""
+    from kernel_deps.commands.prune import prune_cache
+
+    report = prune_cache(project_dirs or (Path("."),), dry_run=dry_run)
+    if as_json:
+        _echo_json(report.to_json())
+        return
+    if _quiet():
+        return
+    for entry in report.removed:
+        click.echo(f"{'would remove' if dry_run else 'removed'} {entry.kind} {entry.path} ({entry.size:,} bytes)")
+    verb = "Would free" if dry_run else "Freed"
+    click.echo(f"{verb} {report.bytes:,} bytes ({len(report.removed)} entries); kept {len(report.kept)} locked commits")
 
 
 @main.command()

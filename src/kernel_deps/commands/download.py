@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from kernel_deps.cache import store as cache
 from kernel_deps.cache.pools import worker_pool
+from kernel_deps.cache.subset import SubsetReport, WantedVariant, check_folder, place_subset
 from kernel_deps.core.errors import (
     CacheBusyError,
     DownloadVerificationError,
@@ -97,9 +98,16 @@ class DownloadReport:
     cache_root: Path | None = None
     outcomes: list[VariantOutcome] = field(default_factory=list)  # every variant, in lock order
     lockfile: Path | None = None  # the lock downloaded from (None: a Lockfile given in memory)
+    into: SubsetReport | None = None  # --into: the variants placed in a folder of their own
+
+    def wanted(self) -> list[WantedVariant]:
+        """Every variant the run made present, as ``--into`` places them."""
+        return [WantedVariant(o.task.kernel.repo_id, o.task.kernel.sha, o.task.variant,
+                              o.task.kernel.variants[o.task.variant].hash) for o in self.outcomes]  # fmt: skip
 
     def to_json(self) -> dict:
         """The report as docs/schemas/download.schema.json describes it."""
+        into = {"into": self.into.to_json()} if self.into is not None else {}  # --into only
         return {
             "schema_version": SCHEMA_VERSION,
             "lockfile": str(self.lockfile),
@@ -120,7 +128,7 @@ class DownloadReport:
                 }
                 for o in self.outcomes
             ],
-        }
+        } | into
 
 
 class Progress:
@@ -420,10 +428,12 @@ def download_project(
     all_targets: bool = False,
     hub: HubClient | None = None,
     progress: Progress | None = None,
+    into: Path | None = None,
 ) -> DownloadReport:
     """Download what ``<project_dir>/kernels.lock`` pins, for this machine unless told otherwise:
     every variant, the named ``variants``, or the builds that serve the named ``targets``
-    (or every target pyproject.toml declares, ``all_targets``)."""
+    (or every target pyproject.toml declares, ``all_targets``); with ``into``, then place
+    exactly those variants in that folder (:func:`kernel_deps.cache.subset.place_subset`)."""
     from kernel_deps.lock.read import read_lock
     from kernel_deps.project.pyproject import read_targets
 
@@ -440,5 +450,8 @@ def download_project(
         picked = choose_variants(kernel, all_variants=all_variants, requested=variants, system=system)
         return sorted(set(picked) | set(variants_for_targets(kernel, chosen_targets)))
 
+    if into is not None:
+        check_folder(Path(into), cache.cache_root())  # bad input before anything is fetched
     report = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress)
-    return replace(report, lockfile=Path(project_dir) / LOCK_NAME)
+    placed = place_subset(report.wanted(), Path(into), root=report.cache_root) if into is not None else None
+    return replace(report, lockfile=Path(project_dir) / LOCK_NAME, into=placed)

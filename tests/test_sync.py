@@ -1,0 +1,290 @@
+"""`kernels sync` against the local Hub: lock when stale, download, verify, and ``--into``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_deps.cache import store as cache
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release
+from tests.fixtures.cli import CliResult, run_kernels
+from tests.fixtures.projects import write_project
+from tests.fixtures.schemas import validated
+
+OFFLINE = {"HF_HUB_OFFLINE": "1"}
+
+
+def kernels(*args: str, **env: str | None) -> CliResult:
+    return run_kernels(*args, env=env)
+
+
+def add_kernel(hub_env, name: str) -> str:
+    repo_id = f"kernels-test/sync-{name}"
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"), Release("1.1.0"))))
+    return repo_id
+
+
+def cached_variants(root: Path, repo_id: str) -> set[tuple[str, str]]:
+    repo = cache.find_repo_dir(repo_id, root)
+    snapshots = repo / "snapshots" if repo else None
+    if snapshots is None or not snapshots.is_dir():
+        return set()
+    return {(c.name, v.name) for c in snapshots.iterdir() for v in (c / "build").iterdir()}
+
+
+@pytest.fixture
+def app(hub_env, tmp_path) -> tuple[Path, str]:
+    repo_id = add_kernel(hub_env, tmp_path.name[-20:].replace("_", "-").strip("-"))
+    return write_project(tmp_path / "app", f'"{repo_id}" = ">=1,<2"'), repo_id
+
+
+def test_sync_locks_a_project_without_a_lock_downloads_this_machines_variant_and_verifies(hub_env, app) -> None:
+    project, repo_id = app
+    result = kernels("sync", str(project))
+    assert result.returncode == 0, result.stderr
+    commit = hub_env.repos[repo_id].commits["1.1.0"]
+    assert f"+ {repo_id} v1.1.0" in result.stdout
+    assert "Synced 1 kernels: wrote kernels.lock; 1 variants present, verified (1 downloaded" in result.stdout
+    assert (project / "kernels.lock").is_file()
+    assert cached_variants(cache.cache_root(), repo_id) == {(commit, CPU_VARIANT)}  # this machine's only
+    assert kernels("verify", str(project), "--require-cached").returncode == 0
+
+
+def test_a_second_sync_asks_the_hub_nothing_like_lock_check_and_offline_works(hub_env, proxy, app) -> None:
+    project, _ = app
+    assert kernels("sync", str(project), HF_ENDPOINT=proxy.url).returncode == 0
+    lock_bytes = (project / "kernels.lock").read_bytes()
+    proxy.reset_counts()
+    assert kernels("lock", "--check", str(project), HF_ENDPOINT=proxy.url).returncode == 0
+    check_requests = proxy.total_requests()
+    proxy.reset_counts()
+    again = kernels("sync", str(project), HF_ENDPOINT=proxy.url)
+    assert again.returncode == 0, again.stderr
+    assert "kernels.lock up to date; 1 variants present, verified (0 downloaded, 0 files, 0 bytes)" in again.stdout
+    assert proxy.total_requests() <= check_requests == 0
+    offline = kernels("sync", str(project), **OFFLINE)
+    assert offline.returncode == 0, offline.stderr
+    assert (project / "kernels.lock").read_bytes() == lock_bytes
+
+
+def test_sync_relocks_a_changed_pyproject_keeping_the_pins_it_can(hub_env, tmp_path) -> None:
+    first, second = add_kernel(hub_env, "kept"), add_kernel(hub_env, "added")
+    project = write_project(tmp_path / "app", {first: ">=1.0,<1.1"}, locked=True)
+    kept = (project / "kernels.lock").read_text()
+    assert hub_env.repos[first].commits["1.0.0"] in kept
+    write_project(project, f'"{first}" = ">=1,<2"\n"{second}" = ">=1"')
+    result = kernels("sync", str(project))
+    assert result.returncode == 0, result.stderr
+    assert f"+ {second} v1.1.0" in result.stdout and f"~ {first}: requirement" in result.stdout
+    text = (project / "kernels.lock").read_text()
+    assert hub_env.repos[first].commits["1.0.0"] in text  # the pin still meets the range: kept
+    assert {repo for repo in (first, second) if cached_variants(cache.cache_root(), repo)} == {first, second}
+
+
+def test_locked_with_a_stale_lock_exits_1_and_writes_and_fetches_nothing(hub_env, tmp_path) -> None:
+    first, second = add_kernel(hub_env, "stale-a"), add_kernel(hub_env, "stale-b")
+    project = write_project(tmp_path / "app", {first: ">=1"}, locked=True)
+    before = (project / "kernels.lock").read_bytes()
+    write_project(project, {first: ">=1", second: ">=1"})
+    for env in ({}, OFFLINE):
+        result = kernels("sync", "--locked", str(project), **env)
+        assert result.returncode == 1, (result.stdout, result.stderr)
+        assert "kernels.lock is out of date" in result.stderr
+        assert (project / "kernels.lock").read_bytes() == before
+        assert not cached_variants(cache.cache_root(), first)  # nothing downloaded either
+    as_json = validated(kernels("sync", "--locked", "--json", str(project)), "sync")
+    assert (as_json["ok"], as_json["lock_state"], as_json["download"]) == (False, "out-of-date", None)
+    # Once the lock is fresh, --locked syncs.
+    assert kernels("lock", str(project)).returncode == 0
+    assert kernels("sync", "--locked", str(project)).returncode == 0
+    assert cached_variants(cache.cache_root(), second)
+
+
+def test_frozen_offline_uses_the_lock_as_it_is_whatever_pyproject_says(hub_env, app) -> None:
+    project, repo_id = app
+    assert kernels("sync", str(project)).returncode == 0
+    before = (project / "kernels.lock").read_bytes()
+    write_project(project, {repo_id: ">=2"})  # the lock no longer meets it
+    assert kernels("sync", str(project), **OFFLINE).returncode == 1
+    result = kernels("sync", "--frozen", str(project), **OFFLINE)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    assert "kernels.lock used as it is" in result.stdout
+    assert (project / "kernels.lock").read_bytes() == before
+
+
+def test_frozen_offline_with_nothing_cached_says_what_is_missing(hub_env, app) -> None:
+    project, _ = app
+    assert kernels("lock", str(project)).returncode == 0
+    result = kernels("sync", "--frozen", str(project), **OFFLINE)
+    assert result.returncode == 1
+    assert "HF_HUB_OFFLINE is set" in result.stderr and "kernels download" in result.stderr
+
+
+def test_locked_and_frozen_together_are_bad_input(hub_env, app) -> None:
+    project, _ = app
+    result = kernels("sync", "--locked", "--frozen", str(project))
+    assert result.returncode == 2 and "--locked and --frozen" in result.stderr
+    assert not (project / "kernels.lock").exists()
+
+
+def test_json_matches_its_schema_and_quiet_prints_nothing(hub_env, app) -> None:
+    project, repo_id = app
+    payload = validated(kernels("sync", "--json", str(project)), "sync")
+    assert (payload["ok"], payload["lock_state"]) == (True, "created")
+    assert [v["state"] for v in payload["download"]["variants"]] == ["downloaded"]
+    assert payload["verify"]["ok"] and payload["into"] is None
+    quiet = kernels("sync", "-q", str(project))
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+    frozen = validated(kernels("sync", "--frozen", "--json", str(project), **OFFLINE), "sync")
+    assert (frozen["lock_state"], frozen["lock"]) == ("frozen", None)
+
+
+def test_target_downloads_and_verifies_the_build_serving_it(hub_env, app) -> None:
+    project, repo_id = app
+    result = kernels("sync", "--target", CUDA_VARIANT, str(project))
+    assert result.returncode == 0, result.stderr
+    commit = hub_env.repos[repo_id].commits["1.1.0"]
+    assert cached_variants(cache.cache_root(), repo_id) == {(commit, CUDA_VARIANT)}
+
+
+def test_a_modified_cached_file_is_downloaded_again_and_offline_says_so(hub_env, app) -> None:
+    project, repo_id = app
+    assert kernels("sync", str(project)).returncode == 0
+    commit = hub_env.repos[repo_id].commits["1.1.0"]
+    folder = cache.variant_dir(cache.find_repo_dir(repo_id), commit, CPU_VARIANT)
+    real = Path(os.path.realpath(next(folder.rglob("__init__.py"))))
+    original = real.read_bytes()
+    real.write_bytes(original + b"\n# changed\n")
+    offline = kernels("sync", "--frozen", str(project), **OFFLINE)
+    assert offline.returncode == 1 and f"{repo_id} {CPU_VARIANT}" in offline.stderr
+    result = kernels("sync", "--frozen", str(project))
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    assert "(1 downloaded" in result.stdout
+    assert Path(os.path.realpath(next(folder.rglob("__init__.py")))).read_bytes() == original
+
+
+# -- --into ---------------------------------------------------------------------------
+
+
+def load_from(folder: Path, project: Path, repo_id: str, empty_cache: Path) -> subprocess.CompletedProcess:
+    """``load_kernel`` in a fresh interpreter, with only ``folder`` as its kernel cache."""
+    code = f"from kernel_deps import load_kernel; m = load_kernel({repo_id!r}, lockfile={str(project / 'kernels.lock')!r}); print(m.__version__, m.VARIANT, m.__kernel_origin__.path)"  # noqa: E501
+    env = {**os.environ, "KERNELS_CACHE": str(folder), "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(empty_cache),
+           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # fmt: skip
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_into_places_exactly_the_locked_variant_and_a_fresh_process_loads_from_it(hub_env, app, tmp_path) -> None:
+    project, repo_id = app
+    into = tmp_path / "image-cache"
+    result = kernels("sync", "--into", str(into), str(project))
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    assert f"placed in {into}, verified" in result.stdout
+    commit = hub_env.repos[repo_id].commits["1.1.0"]
+    assert [p.name for p in into.iterdir()] == [cache.find_repo_dir(repo_id).name]
+    assert cached_variants(into, repo_id) == {(commit, CPU_VARIANT)}
+    blobs = list((cache.find_repo_dir(repo_id, into) / "blobs").iterdir())
+    assert blobs and all(b.is_file() and not b.is_symlink() for b in blobs)
+    shared = cache.find_repo_dir(repo_id) / "blobs"
+    assert any(os.path.samefile(b, shared / b.name) for b in blobs)  # hard links on one file system
+
+    empty = tmp_path / "empty-hub-cache"
+    empty.mkdir()
+    loaded = load_from(into, project, repo_id, empty)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split()[:2] == ["1.1.0", CPU_VARIANT]
+    assert str(into) in loaded.stdout
+    assert not any(empty.iterdir())
+    payload = validated(kernels("sync", "--json", "--frozen", "--into", str(into), str(project), **OFFLINE), "sync")
+    assert payload["into"]["ok"] and payload["into_verify"]["ok"] and payload["into"]["removed"] == []
+
+
+def test_into_again_replaces_what_changed_and_removes_what_is_not_locked(hub_env, tmp_path) -> None:
+    repo_id = add_kernel(hub_env, "rerun")
+    project = write_project(tmp_path / "app", {repo_id: ">=1.0,<1.1"})
+    into = tmp_path / "image-cache"
+    assert kernels("sync", "--into", str(into), str(project)).returncode == 0
+    old = hub_env.repos[repo_id].commits["1.0.0"]
+    assert cached_variants(into, repo_id) == {(old, CPU_VARIANT)}
+    (into / "kernels--someone--else").mkdir()
+    stray = cache.find_repo_dir(repo_id, into) / "blobs" / ("0" * 40)
+    stray.write_bytes(b"not locked")
+
+    write_project(project, {repo_id: ">=1.1,<2"})
+    result = kernels("sync", "--into", str(into), str(project))
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    new = hub_env.repos[repo_id].commits["1.1.0"]
+    assert cached_variants(into, repo_id) == {(new, CPU_VARIANT)}
+    assert not (into / "kernels--someone--else").exists() and not stray.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    loaded = load_from(into, project, repo_id, empty)
+    assert loaded.returncode == 0 and loaded.stdout.startswith("1.1.0 "), loaded.stderr
+
+
+def test_into_the_cache_itself_is_bad_input(hub_env, app) -> None:
+    project, _ = app
+    result = kernels("sync", "--into", str(cache.cache_root()), str(project))
+    assert result.returncode == 2 and "--into" in result.stderr
+
+
+def test_download_into_places_the_variants_it_made_present_and_replaces_what_changed(hub_env, app, tmp_path) -> None:
+    project, repo_id = app
+    assert kernels("lock", str(project)).returncode == 0
+    into = tmp_path / "shipped"
+    payload = validated(kernels("download", "--json", "--into", str(into), "--variant", CUDA_VARIANT, str(project)),
+                        "download")  # fmt: skip
+    commit = hub_env.repos[repo_id].commits["1.1.0"]
+    assert payload["into"]["ok"] and [v["variant"] for v in payload["into"]["variants"]] == [CUDA_VARIANT]
+    assert cached_variants(into, repo_id) == {(commit, CUDA_VARIANT)}
+    # A placed file changed in the folder: the next run puts the locked bytes back.
+    placed = next(cache.variant_dir(cache.find_repo_dir(repo_id, into), commit, CUDA_VARIANT).rglob("__init__.py"))
+    original = placed.read_bytes()
+    blob = Path(os.path.realpath(placed))
+    blob.unlink()
+    blob.write_bytes(b"tampered")
+    again = kernels("download", "--into", str(into), "--variant", CUDA_VARIANT, str(project))
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert placed.read_bytes() == original
+    result = kernels("download", "--into", str(into), str(project))
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    assert f"placed in {into}, verified" in result.stdout
+    assert cached_variants(into, repo_id) == {(commit, CPU_VARIANT)}  # exactly this run's variants
+    # The CUDA variant went with its blobs: only the CPU variant's remain.
+    kept = {p.name for p in (cache.find_repo_dir(repo_id, into) / "blobs").iterdir()}
+    assert kept == set(cache.check_variant(repo_id, commit, CPU_VARIANT, "", root=into).files.values())
+
+
+# -- killed -----------------------------------------------------------------------------
+
+
+def test_a_sync_killed_at_any_moment_is_completed_by_the_next_run(hub_env, proxy, tmp_path) -> None:
+    """A real process (a kill is only a process's), killed while locking, downloading or placing."""
+    import signal
+    import time
+
+    from tests.fixtures.downloads import add_repos
+
+    project = write_project(tmp_path / "app", add_repos(hub_env, "sync-killed", lfs_size=1 << 20, kernels=2))
+    proxy.latency = 0.05
+    into = tmp_path / "shipped"
+    env = {**os.environ, "HF_ENDPOINT": proxy.url}
+    kernels_script = str(Path(sys.executable).with_name("kernels"))
+    for delay in (0.4, 0.8, 1.2, 1.6, 2.0, 2.6):
+        process = subprocess.Popen([kernels_script, "sync", "-q", "--into", str(into), str(project)], env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        time.sleep(delay)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        lock = project / "kernels.lock"
+        assert not lock.exists() or kernels("lock", "--check", str(project), **OFFLINE).returncode == 0
+    rerun = kernels("sync", "--into", str(into), str(project), HF_ENDPOINT=proxy.url)
+    assert rerun.returncode == 0, (rerun.stdout, rerun.stderr)
+    assert kernels("verify", "--require-cached", str(project)).returncode == 0
+    placed = kernels("verify", "--require-cached", str(project), KERNELS_CACHE=str(into))
+    assert placed.returncode == 0, placed.stdout
+    assert not [p for p in into.rglob("*") if p.name.endswith(".incoming")]
