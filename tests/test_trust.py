@@ -109,6 +109,8 @@ def test_an_org_or_one_repo_id_the_project_allows_is_locked_without_asking_the_h
     assert lock_through(proxy, by_repo, "lock").returncode == 0
     assert lock_through(proxy, by_org, "lock").returncode == 0
     assert proxy.requests_matching(ORG_API) == 0
+    recorded = [e["trusted_by"] for p in (by_repo, by_org) for e in json.loads((p / "kernels.lock").read_text())]
+    assert recorded == ["pyproject:kernels-test/activation", "pyproject:kernels-test", "pyproject:kernels-test"]
 
 
 def test_a_repo_id_allowed_alone_does_not_allow_its_dependency(tmp_path: Path, proxy, hub_env) -> None:
@@ -227,7 +229,10 @@ def test_a_trusted_by_that_does_not_fit_its_entry_is_refused_naming_the_key(tmp_
     from kernel_deps.core.errors import LockfileError
     from kernel_deps.lock.read import read_lock
 
-    entry = {"repo_id": "kernels-test/activation", "sha": "a" * 40, "variants": {}, "dependencies": [], "trusted_by": value}
-    (tmp_path / "kernels.lock").write_text(json.dumps([entry]))
-    with pytest.raises(LockfileError, match=r"\[0\]\.trusted_by"):
+    entry = {"repo_id": "kernels-test/activation", "sha": "a" * 40, "variants": {}, "dependencies": []}
+    for fits in ("hub", "pyproject:kernels-test", "pyproject:kernels-test/activation"):
+        (tmp_path / "kernels.lock").write_text(json.dumps([{**entry, "trusted_by": fits}]))
+        assert read_lock(tmp_path / "kernels.lock", purpose="use").lock.kernels[0].trusted_by == fits
+    (tmp_path / "kernels.lock").write_text(json.dumps([{**entry, "trusted_by": value}]))
+    with pytest.raises(LockfileError, match=r"trusted_by.*\[0\]\.trusted_by"):
         read_lock(tmp_path / "kernels.lock", purpose="use")
