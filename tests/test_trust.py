@@ -100,7 +100,9 @@ def test_a_hub_without_the_organizations_api_refuses_every_lock_until_the_projec
     assert run_kernels("lock", str(project)).returncode == 0
 
 
-def test_an_org_or_one_repo_id_the_project_allows_is_locked_without_asking_the_hub(tmp_path: Path, proxy, hub_env) -> None:
+def test_an_org_or_one_repo_id_the_project_allows_is_locked_without_asking_the_hub(
+    tmp_path: Path, proxy, hub_env
+) -> None:
     proxy.answer_json = overview({"kernels-test": False})
     by_repo = write_project(
         tmp_path / "one", {"kernels-test/activation": ">=1"}, trusted=("kernels-test/activation",)
@@ -115,7 +117,8 @@ def test_an_org_or_one_repo_id_the_project_allows_is_locked_without_asking_the_h
 
 def test_a_repo_id_allowed_alone_does_not_allow_its_dependency(tmp_path: Path, proxy, hub_env) -> None:
     proxy.answer_json = overview({})
-    project = write_project(tmp_path / "app", {"kernels-test/layer-norm": ">=0.1"}, trusted=("kernels-test/layer-norm",))
+    allowed = ("kernels-test/layer-norm",)
+    project = write_project(tmp_path / "app", {"kernels-test/layer-norm": ">=0.1"}, trusted=allowed)
     result = lock_through(proxy, project, "lock")
     assert result.returncode == 1
     assert "kernels-test/activation (asked for by kernels-test/layer-norm)" in result.stderr
@@ -165,7 +168,8 @@ def test_a_bad_trust_table_is_bad_input_naming_file_and_line(
 def test_trust_table_helper_writes_what_the_parser_reads(tmp_path: Path) -> None:
     from kernel_deps.project.pyproject import read_trust
 
-    project = write_project(tmp_path / "app", {}, extra=trust_table(["my-org", "other-org/one-kernel"]) + "\n", trusted=())
+    extra = trust_table(["my-org", "other-org/one-kernel"]) + "\n"
+    project = write_project(tmp_path / "app", {}, extra=extra, trusted=())
     assert read_trust(project) == ("my-org", "other-org/one-kernel")
 
 

@@ -28,9 +28,10 @@ class Untrusted:
 def judge_publishers(
     lock: Lockfile, publishers: Sequence[str], hub_trusts: Callable[[str], tuple[bool, str]]
 ) -> tuple[Lockfile, list[Untrusted]]:
-    """``lock`` with each entry's ``trusted_by`` recorded (unchanged when one is refused), and every kernel of it that no
-    ``publishers`` entry allows and whose organization ``hub_trusts`` (org -> trusted,
-    reason) does not trust; the Hub is asked only about what the project does not allow."""
+    """``lock`` with each entry's ``trusted_by`` recorded (unchanged when one is refused), and
+    every kernel of it that no ``publishers`` entry allows and whose organization
+    ``hub_trusts`` (org -> trusted, reason) does not trust; the Hub is asked only about
+    what the project does not allow."""
     entries, found = [], []
     for entry in lock.kernels:
         allowance = publisher_allowance(entry.repo_id, publishers)

@@ -149,7 +149,10 @@ def trust_from_table(kernels: dict[str, Any] | None, text: str, source: str) -> 
     line = _line_of(text, _TRUST_PATH, None)
     where = f"{source}:{line}" if line else source
     if not isinstance(table, dict):
-        raise pyproject_error(f"{where}: tool.kernels.trust = {show_toml(table)}: expected a table like [tool.kernels.trust] {TRUST_EXAMPLE}")
+        raise pyproject_error(
+            f"{where}: tool.kernels.trust = {show_toml(table)}: "
+            f"expected a table like [tool.kernels.trust] {TRUST_EXAMPLE}"
+        )
     unknown = sorted(key for key in table if key != "publishers")
     if unknown:
         raise pyproject_error(
@@ -160,7 +163,9 @@ def trust_from_table(kernels: dict[str, Any] | None, text: str, source: str) -> 
     line = _line_of(text, (*_TRUST_PATH, "publishers"), value) or line
     where = f"{source}:{line}" if line else source
     if not isinstance(value, list):
-        raise pyproject_error(f"{where}: tool.kernels.trust.publishers = {show_toml(value)}: expected a list like {TRUST_EXAMPLE}")
+        raise pyproject_error(
+            f"{where}: tool.kernels.trust.publishers = {show_toml(value)}: expected a list like {TRUST_EXAMPLE}"
+        )
     for item in value:
         if not _is_publisher(item):
             raise pyproject_error(
