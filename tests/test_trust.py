@@ -240,3 +240,54 @@ def test_a_trusted_by_that_does_not_fit_its_entry_is_refused_naming_the_key(tmp_
     (tmp_path / "kernels.lock").write_text(json.dumps([{**entry, "trusted_by": value}]))
     with pytest.raises(LockfileError, match=r"trusted_by.*\[0\]\.trusted_by"):
         read_lock(tmp_path / "kernels.lock", purpose="use")
+
+
+# --- the loader's unlocked use: trust_remote_code as the Hugging Face library means it ---------
+
+
+@pytest.fixture
+def front(proxy, hub_env, monkeypatch: pytest.MonkeyPatch):
+    """The loader pointed at the front, whose organizations API trusts nobody."""
+    monkeypatch.setenv("HF_ENDPOINT", proxy.url)
+    proxy.answer_json = overview({"kernels-test": False})
+    return proxy
+
+
+def test_get_kernel_by_default_loads_only_what_the_hub_trusts(front) -> None:
+    from kernel_deps import get_kernel, has_kernel
+    from kernel_deps.core.errors import UntrustedPublisherError
+
+    with pytest.raises(UntrustedPublisherError) as refused:
+        get_kernel("kernels-test/activation", version=1)
+    assert "kernels-test/activation is not from a trusted publisher" in str(refused.value)
+    assert "trust_remote_code=True" in str(refused.value)
+    with pytest.raises(UntrustedPublisherError):
+        has_kernel("kernels-test/activation", version=1)
+    front.answer_json = overview({"kernels-test": True})
+    assert get_kernel("kernels-test/activation", version=1).__kernel_origin__.repo_id == "kernels-test/activation"
+
+
+def test_get_kernel_with_trust_remote_code_true_or_a_list_naming_the_repo_loads_without_asking(front) -> None:
+    from kernel_deps import get_kernel, has_kernel
+
+    assert get_kernel("kernels-test/activation", version=1, trust_remote_code=True) is not None
+    assert get_kernel("kernels-test/activation", version=1, trust_remote_code=["kernels-test/activation"]) is not None
+    assert has_kernel("kernels-test/activation", version=1, trust_remote_code=["kernels-test/activation"]) is True
+    assert front.requests_matching(ORG_API) == 0
+
+
+def test_get_kernel_with_a_list_not_naming_a_dependency_asks_the_hub_about_it(front) -> None:
+    from kernel_deps import get_kernel
+    from kernel_deps.core.errors import UntrustedPublisherError
+
+    with pytest.raises(UntrustedPublisherError, match="kernels-test/activation is not from a trusted publisher"):
+        get_kernel("kernels-test/layer-norm", version=">=0.1", trust_remote_code=["kernels-test/layer-norm"])
+
+
+@pytest.mark.parametrize("value", ["yes", ["kernels-test/activation", 1], None])
+def test_get_kernel_with_a_trust_remote_code_of_another_kind_is_bad_input(front, value: object) -> None:
+    from kernel_deps import get_kernel
+    from kernel_deps.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="trust_remote_code=.*expected True, False, or a list of repo ids"):
+        get_kernel("kernels-test/activation", version=1, trust_remote_code=value)
