@@ -378,7 +378,7 @@ def test_a_missing_lock_builds_with_a_warning_and_no_lock(wheelhouse: Path, tmp_
 def test_a_project_without_kernel_dependencies_gets_no_lock_and_no_warning(wheelhouse: Path, tmp_path: Path) -> None:
     project = copy_project(SAMPLES / "setuptools_app", tmp_path / "setuptools_app")
     pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().split("[tool.kernels.dependencies]")[0])
+    pyproject.write_text(pyproject.read_text().split("[tool.kernels.trust]")[0])
     (project / "kernels.lock").write_text("[]\n")  # a stray lock is not the project's: it stays out
     result, wheel = build_wheel(project, tmp_path / "out", wheelhouse)
     assert result.returncode == 0 and wheel is not None, result.stdout + result.stderr

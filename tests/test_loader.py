@@ -171,10 +171,10 @@ def test_failed_import_leaves_nothing_in_sys_modules(hub_env, tmp_path) -> None:
 
 
 def test_get_kernel_resolves_without_a_lock(hub_env) -> None:
-    module = get_kernel("kernels-test/rotary", version=">=1,<2")
+    module = get_kernel("kernels-test/rotary", version=">=1,<2", trust_remote_code=True)
     assert module.__version__ == "1.1.0"
     assert module.__kernel_origin__.lock_origin == "get_kernel"
-    assert get_kernel("kernels-test/rotary", revision="v1.0.0").__version__ == "1.0.0"
+    assert get_kernel("kernels-test/rotary", revision="v1.0.0", trust_remote_code=True).__version__ == "1.0.0"
 
 
 def test_caller_run_with_python_m_is_its_module_name(tmp_path) -> None:
@@ -197,4 +197,4 @@ def test_a_kernel_with_dependencies_downloads_and_loads_on_a_cold_cache(hub_env,
     # (its folder holds at most the metadata.json blobs the lock read, no snapshot).
     activation = cache.find_repo_dir("kernels-test/activation")
     assert activation is None or not (activation / "snapshots").exists()
-    assert get_kernel("kernels-test/layer-norm", version=">=0.1").__version__ == "0.2.0"
+    assert get_kernel("kernels-test/layer-norm", version=">=0.1", trust_remote_code=True).__version__ == "0.2.0"

@@ -30,27 +30,27 @@ from tests.fixtures.projects import write_project
 
 def test_get_kernel_takes_an_integer_major_on_a_branches_only_repo(hub_env) -> None:
     flash = hub_env.repos["kernels-test/flash"]
-    module = get_kernel("kernels-test/flash", version=1)
+    module = get_kernel("kernels-test/flash", version=1, trust_remote_code=True)
     assert module.__version__ == "1.1.0"
     assert module.__kernel_origin__.commit == flash.branches["v1"]
-    assert get_kernel("kernels-test/flash", version=2).__version__ == "2.0.0"
+    assert get_kernel("kernels-test/flash", version=2, trust_remote_code=True).__version__ == "2.0.0"
 
 
 def test_get_kernel_takes_a_major_on_a_tags_only_repo_and_a_range(hub_env) -> None:
-    assert get_kernel("kernels-test/rotary", version=1).__version__ == "1.1.0"  # the newest v1.* tag
-    assert get_kernel("kernels-test/rotary", version=">=1,<2").__version__ == "1.1.0"
+    assert get_kernel("kernels-test/rotary", version=1, trust_remote_code=True).__version__ == "1.1.0"  # the newest v1.* tag
+    assert get_kernel("kernels-test/rotary", version=">=1,<2", trust_remote_code=True).__version__ == "1.1.0"
 
 
 def test_get_kernel_takes_a_revision_branch_tag_or_commit(hub_env) -> None:
     flash = hub_env.repos["kernels-test/flash"]
-    assert get_kernel("kernels-test/flash", revision="v2").__version__ == "2.0.0"
-    assert get_kernel("kernels-test/rotary", revision="v1.0.0").__version__ == "1.0.0"
-    by_commit = get_kernel("kernels-test/flash", revision=flash.commits["1.0.0"])
+    assert get_kernel("kernels-test/flash", revision="v2", trust_remote_code=True).__version__ == "2.0.0"
+    assert get_kernel("kernels-test/rotary", revision="v1.0.0", trust_remote_code=True).__version__ == "1.0.0"
+    by_commit = get_kernel("kernels-test/flash", revision=flash.commits["1.0.0"], trust_remote_code=True)
     assert by_commit.__version__ == "1.0.0"
 
 
 def test_get_kernel_chooses_a_backend_as_the_hugging_face_library_does(hub_env) -> None:
-    module = get_kernel("kernels-test/flash", version=1, backend="cpu")
+    module = get_kernel("kernels-test/flash", version=1, backend="cpu", trust_remote_code=True)
     assert module.__kernel_origin__.variant == CPU_VARIANT
     for function in (get_kernel, has_kernel):
         with pytest.raises(UsageError) as info:
@@ -115,7 +115,7 @@ def test_get_kernel_with_backend_cpu_loads_the_cpu_build_on_a_cuda_machine(hub_e
     repo_id = "kernels-test/backendchoice-both"
     if repo_id not in hub_env.repos:
         hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(CUDA_VARIANT, CPU_VARIANT)),)))
-    assert get_kernel(repo_id, version=1, backend="cpu").__kernel_origin__.variant == CPU_VARIANT
+    assert get_kernel(repo_id, version=1, backend="cpu", trust_remote_code=True).__kernel_origin__.variant == CPU_VARIANT
 
 
 @pytest.mark.parametrize(
@@ -174,10 +174,10 @@ def test_version_and_revision_are_keyword_only() -> None:
 def test_has_kernel_says_whether_this_machine_has_a_build(hub_env) -> None:
     cuda_only = "kernels-test/api-cuda-only"
     hub_env.add_repo(KernelRepo(cuda_only, (Release("1.0.0", variants=(CUDA_VARIANT,)),)))
-    assert has_kernel("kernels-test/flash", version=1) is True
-    assert has_kernel("kernels-test/norm-universal", revision="v1.0.0") is True
-    assert has_kernel(cuda_only, version=1) is False  # this CPU machine has no build
-    assert has_kernel("kernels-test/flash", version=1, backend="cpu") is True
+    assert has_kernel("kernels-test/flash", version=1, trust_remote_code=True) is True
+    assert has_kernel("kernels-test/norm-universal", revision="v1.0.0", trust_remote_code=True) is True
+    assert has_kernel(cuda_only, version=1, trust_remote_code=True) is False  # this CPU machine has no build
+    assert has_kernel("kernels-test/flash", version=1, backend="cpu", trust_remote_code=True) is True
 
 
 # -- local builds -------------------------------------------------------------------------------
@@ -217,13 +217,13 @@ def test_local_kernels_overrides_locked_and_unlocked_loads_warning_each_time(hub
         warnings.simplefilter("default")  # Python's own default: once per place, unless we warn anew
         loads = [load_kernel(repo_id, lockfile=project / "kernels.lock") for _ in range(2)]
         loads.append(get_locked_kernel(repo_id, lockfile=project / "kernels.lock"))
-        loads.append(get_kernel(repo_id, version=1))
+        loads.append(get_kernel(repo_id, version=1, trust_remote_code=True))
     assert {m.__version__ for m in loads} == {"local-build"}
     assert [w.category for w in caught] == [LocalKernelWarning] * 4
     assert all(w.filename == __file__ for w in caught)  # points at the caller's line
     assert f"{repo_id}: loading the local build in {local / 'build' / CPU_VARIANT}" in str(caught[0].message)
     assert str(caught[0].message).endswith("unset LOCAL_KERNELS before shipping ('kernels verify' fails while it is set)")
-    assert has_kernel(repo_id, version=1) is True
+    assert has_kernel(repo_id, version=1, trust_remote_code=True) is True
 
     monkeypatch.delenv("LOCAL_KERNELS")
     locked = load_kernel(repo_id, lockfile=project / "kernels.lock")

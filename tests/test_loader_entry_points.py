@@ -84,8 +84,8 @@ def test_has_kernel_asks_the_hub_whether_this_machine_has_a_build(hub_env, monke
     metal_only = "kernels-test/loader-metal-only"
     if metal_only not in hub_env.repos:
         hub_env.add_repo(KernelRepo(metal_only, (Release("1.0.0", variants=(METAL_VARIANT,)),)))
-    assert has_kernel("kernels-test/norm-universal", version=1) is True
-    assert has_kernel(metal_only, version=1) is False
+    assert has_kernel("kernels-test/norm-universal", version=1, trust_remote_code=True) is True
+    assert has_kernel(metal_only, version=1, trust_remote_code=True) is False
 
 
 def test_get_local_kernel_imports_a_folder_given_as_text(tmp_path) -> None:

@@ -36,7 +36,7 @@ def test_get_kernel_downloads_the_resolved_kernel_and_says_where_its_lock_came_f
     repo_id = "kernels-test/hfcalls-fresh"
     if repo_id not in hub_env.repos:
         hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"),)))
-    module = get_kernel(repo_id, version=1)  # nothing cached: it must download
+    module = get_kernel(repo_id, version=1, trust_remote_code=True)  # nothing cached: it must download
     origin = module.__kernel_origin__
     assert (origin.repo_id, origin.variant) == (repo_id, CPU_VARIANT)
     assert origin.lock_origin == "get_kernel"
@@ -51,10 +51,10 @@ def test_local_kernels_answers_get_kernel_and_has_kernel_without_the_hub(hub_env
     elsewhere = _local_repo(tmp_path / "cuda-dev", "cuda-build", variants=(CUDA_VARIANT,))
     monkeypatch.setenv("LOCAL_KERNELS", f"{repo_id}={local}:{cuda_only}={elsewhere}")
     with pytest.warns(LocalKernelWarning):
-        module = get_kernel(repo_id, version=1)
+        module = get_kernel(repo_id, version=1, trust_remote_code=True)
     assert (module.__version__, module.VARIANT) == ("local-build", CPU_VARIANT)  # this CPU machine's build
-    assert has_kernel(repo_id, version=1) is True
-    assert has_kernel(cuda_only, version=1) is False  # its local folder has no build for this machine
+    assert has_kernel(repo_id, version=1, trust_remote_code=True) is True
+    assert has_kernel(cuda_only, version=1, trust_remote_code=True) is False  # its local folder has no build for this machine
 
 
 def test_get_local_kernel_refuses_a_backend_this_machine_cannot_run(tmp_path) -> None:

@@ -11,12 +11,13 @@ from kernel_deps import load_kernel
 from kernel_deps.commands.download import download_project
 from kernel_deps.commands.lock import lock_project
 from tests.fixtures.img2gray_kernel import REPO_ID, cpu_variant_name, reference_img2gray
+from tests.fixtures.projects import TEST_PUBLISHERS, trust_table
 
 
 def locked(tmp_path: Path, requirement: str, name: str) -> Path:
     project = tmp_path / name
     project.mkdir()
-    (project / "pyproject.toml").write_text(f'[tool.kernels.dependencies]\n"{REPO_ID}" = "{requirement}"\n')
+    (project / "pyproject.toml").write_text(f'{trust_table(TEST_PUBLISHERS)}[tool.kernels.dependencies]\n"{REPO_ID}" = "{requirement}"\n')
     lock_project(project)
     download_project(project)
     return project

@@ -20,6 +20,7 @@ from kernel_deps.commands.verify import verify_project
 from kernel_deps.core.errors import KernelCacheReadError, KernelIntegrityError
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
 from tests.fixtures.unprivileged import where_modes_apply
+from tests.fixtures.projects import TEST_PUBLISHERS, trust_table
 
 INIT = b'''"""A kernel with an optional submodule and lazily imported ones."""
 import importlib
@@ -53,7 +54,7 @@ def downloaded(hub_env, tmp_path: Path, name: str, files: tuple[tuple[str, bytes
     built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(CPU_VARIANT,), extra_files=files),)))
     project = tmp_path / "app"
     project.mkdir()
-    (project / "pyproject.toml").write_text(f'[tool.kernels.dependencies]\n"{repo_id}" = ">=1"\n')
+    (project / "pyproject.toml").write_text(f'{trust_table(TEST_PUBLISHERS)}[tool.kernels.dependencies]\n"{repo_id}" = ">=1"\n')
     lock_project(project)
     if download:
         download_project(project)
@@ -192,7 +193,8 @@ def test_two_repo_ids_at_one_commit_get_their_own_modules(hub_env, tmp_path) -> 
     project = tmp_path / "app"
     project.mkdir()
     (project / "pyproject.toml").write_text(
-        '[tool.kernels.dependencies]\n"kernels-test/verified-fork" = ">=1"\n"kernels-test/verified_fork" = ">=1"\n'
+        trust_table(TEST_PUBLISHERS)
+        + '[tool.kernels.dependencies]\n"kernels-test/verified-fork" = ">=1"\n"kernels-test/verified_fork" = ">=1"\n'
     )
     lock = lock_project(project).lock
     assert lock.get("kernels-test/verified-fork").sha == lock.get("kernels-test/verified_fork").sha

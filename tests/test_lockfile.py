@@ -642,7 +642,13 @@ def test_offline_hash_equals_kernels_016_validate_kernel(tmp_path: Path) -> None
 @needs_kernels_016
 def test_kernels_016_reads_a_lock_we_write(tmp_path: Path) -> None:
     path = tmp_path / "kernels.lock"
-    lock = Lockfile.from_json(example_text())
+    example = Lockfile.from_json(example_text())
+    # Each entry records why its publisher is trusted, a key kernels 0.16 ignores too.
+    entries = [
+        dataclasses.replace(k, trusted_by="hub" if i % 2 else "pyproject:" + k.repo_id.partition("/")[0])
+        for i, k in enumerate(example.kernels)
+    ]
+    lock = Lockfile(kernels=tuple(entries))
     assert write_lockfile(path, lock)
     code = (
         "import dataclasses, json\n"
@@ -654,7 +660,7 @@ def test_kernels_016_reads_a_lock_we_write(tmp_path: Path) -> None:
         "shas = {lock['repo_id']: _get_locked_kernel(lock['repo_id'], text) for lock in locks}\n"
         "print(json.dumps({'locks': locks, 'shas': shas}))\n"
     )
-    assert '"kernel_depends"' in path.read_text()  # which kernels 0.16 ignores
+    assert '"kernel_depends"' in path.read_text() and '"trusted_by": "hub"' in path.read_text()  # 0.16 ignores both
     theirs = run_kernels_016(code)
     assert theirs["locks"] == [
         {

@@ -10,7 +10,7 @@ from kernel_deps.core.errors import UsageError
 from kernel_deps.core.settings import KERNEL_STATUS_NAME, PYPROJECT_NAME, is_offline
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target
-from kernel_deps.lock.freshness import Problem, check_sync, check_targets
+from kernel_deps.lock.freshness import Problem, check_sync, check_targets, check_trust
 from kernel_deps.lock.model import (
     LockedKernel,
     Lockfile,
@@ -19,8 +19,9 @@ from kernel_deps.lock.model import (
     write_lockfile,
 )
 from kernel_deps.lock.read import read_lock
+from kernel_deps.lock.trust import judge_publishers, refusal
 from kernel_deps.project.edit import editing
-from kernel_deps.project.pyproject import read_project, read_targets
+from kernel_deps.project.pyproject import read_project, read_targets, read_trust
 from kernel_deps.resolve.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
 
 if TYPE_CHECKING:  # imported when locking: verify and outdated read locks without the Hub client
@@ -227,6 +228,7 @@ def lock_while_editing(
     elif targets is None:
         targets = read_targets(project_dir)
     targets = tuple(targets)
+    publishers = read_trust(project_dir)
     path = lock_path(project_dir)
     prior = read_lock(path, purpose="lock")  # any tool's lock: its commits are kept, its layout replaced
     previous, raw, foreign = (prior.lock, prior.raw, prior.written_by) if prior else (None, None, None)
@@ -239,13 +241,17 @@ def lock_while_editing(
     for repo_id in upgrade_packages:
         pins.pop(repo_id, None)
 
-    if not write and not upgrade and not upgrade_packages and not uncovered and _holds(previous, raw, requirements):
+    # Allowances the prior lock relied on that pyproject.toml no longer lists (judged offline).
+    withdrawn = check_trust(publishers, previous) if previous is not None and foreign is None else []
+    if (not write and not upgrade and not upgrade_packages and not uncovered and not withdrawn
+            and _holds(previous, raw, requirements)):  # fmt: skip
         # Every requirement is met by its pin and every target served by it, so resolving
         # would keep every pin, and a pinned commit's variants and dependencies cannot
         # change: no Hub needed.
         return LockReport(path, previous, previous, [], True, False, targets=targets)
     # What the prior lock breaks, judged by what it records (a foreign lock records no requirements).
     problems = check_sync(requirements, previous) if previous is not None and foreign is None else []
+    problems += withdrawn
     if explain_offline and not write and (problems or uncovered) and is_offline():
         # Out of date whatever the Hub would answer; what would change is not known without it.
         return LockReport(path, previous, previous, [], False, False, uncovered=uncovered, targets=targets,
@@ -256,11 +262,14 @@ def lock_while_editing(
     hub = hub or HubClient()
     # One time budget for the whole resolution. Pins hold: a redirect added upstream since
     # the lock was made moves a pinned repo only once --upgrade releases its pin.
-    with hub.operation(), KernelIndex(hub, held=pins) as index:
+    with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers) as index:
         followed = index.follow_redirects(requirements)
         redirected_from = _redirected_from(requirements, followed)
         resolution = resolve(followed, index, pins=pins, targets=targets)
         lock = build_lockfile(resolution, followed, index, pins=pins, redirected_from=redirected_from)
+        lock, untrusted = judge_publishers(lock, publishers, lambda org: _hub_trusts(index, org))
+        if untrusted:
+            raise refusal(untrusted)
         notes = [
             LockNote("redirect-followed", source, redirects=(source, *(hop.destination for hop in hops)))
             for source, hops in sorted(index.redirects_followed.items())
@@ -278,6 +287,11 @@ def lock_while_editing(
         notes=notes, uncovered=uncovered, targets=targets, converted_from=foreign, problems=problems,
         existed=raw is not None,
     )
+
+
+def _hub_trusts(index: KernelIndex, org: str) -> tuple[bool, str]:
+    answer = index.publisher(org)
+    return answer.trusted, answer.reason
 
 
 def resolution_notes(resolution: Resolution, lock: Lockfile, index: KernelIndex) -> list[LockNote]:

@@ -38,10 +38,17 @@ from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, serving_variant, targets_from_options
 from kernel_deps.core.variants import NoMatchingVariantError, select_variant
 from kernel_deps.core.versions import GitRef
-from kernel_deps.lock.freshness import RELOCK_HINT, Problem, check_sync, check_targets, unrecorded_requirements
+from kernel_deps.lock.freshness import (
+    RELOCK_HINT,
+    Problem,
+    check_sync,
+    check_targets,
+    check_trust,
+    unrecorded_requirements,
+)
 from kernel_deps.lock.model import LockedKernel, Lockfile, lock_path
 from kernel_deps.lock.read import read_lock
-from kernel_deps.project.pyproject import read_project
+from kernel_deps.project.pyproject import read_project, read_trust
 
 if TYPE_CHECKING:  # imported by --online only: an offline verify never loads the Hub client
     from kernel_deps.hub.client import HubClient
@@ -141,7 +148,7 @@ def verify_project(
                    f"local builds instead of {path.name}; unset {LOCAL_KERNELS_ENV} to ship")  # fmt: skip
         local_problems.append(Problem("local-override", None, None, None, message))
     if written_by is None:
-        problems = check_sync(requirements, lock)
+        problems = check_sync(requirements, lock) + check_trust(read_trust(project_dir), lock)
         notices += filter(None, [unrecorded_requirements(lock)])  # an older lock: what 'kernels lock' adds
     else:  # it records no versions or requirements to judge sync by
         problems = []

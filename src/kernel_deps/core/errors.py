@@ -275,3 +275,7 @@ class KernelImportError(KernelDepsError):
 
 class TargetNotServedError(KernelDepsError):
     """The lock has no build for a deployment target asked for."""
+
+
+class UntrustedPublisherError(KernelDepsError):
+    """A kernel to be locked comes from a publisher neither the Hub nor the project trusts."""

@@ -13,6 +13,7 @@ import datetime
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
@@ -53,6 +54,19 @@ def validate_repo_id(repo_id: str) -> str:
     if len(repo_id) > 96:
         raise InvalidRepoIdError(f"invalid kernel repo id {show_value(repo_id)}: longer than 96 characters")
     return repo_id
+
+
+def org_of(repo_id: str) -> str:
+    """The organization (namespace) publishing ``repo_id``."""
+    return repo_id.partition("/")[0]
+
+
+def publisher_allowance(repo_id: str, publishers: Sequence[str]) -> str | None:
+    """The ``[tool.kernels.trust] publishers`` entry allowing ``repo_id`` (its repo id, else
+    its organization), or None when none does."""
+    if repo_id in publishers:
+        return repo_id
+    return org_of(repo_id) if org_of(repo_id) in publishers else None
 
 
 @dataclass(frozen=True, slots=True)

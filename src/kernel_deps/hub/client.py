@@ -34,6 +34,7 @@ from huggingface_hub import hf_hub_url
 from kernel_deps.core import jsondoc
 from kernel_deps.core.errors import (
     HubError,
+    OfflineError,
     PathNotFoundError,
     RepoNotFoundError,
     RevisionNotFoundError,
@@ -145,6 +146,32 @@ class HubClient:
         with self._lock:
             known = self._repo_types.get(repo_id)
         return known or self.list_refs(repo_id).repo_type
+
+    # -- publishers -------------------------------------------------------------------
+
+    def publisher_trust(self, org: str) -> PublisherTrust:
+        """Whether the Hub trusts ``org`` as a kernel publisher (``GET /api/organizations/<org>/overview``
+        answering ``"trustedKernelPublisher": true``, as the Hugging Face library asks). A Hub
+        that cannot answer (404, no such API, 5xx after retries, unreachable, the budget
+        spent) does not trust it, and :attr:`PublisherTrust.reason` says so; offline is an
+        OfflineError, as for every request."""
+        url = f"{self.endpoint}/api/organizations/{org}/overview"
+        try:
+            resp = self.transport.get(url, RequestSubject(org, what="(its publisher overview)"))
+        except OfflineError:
+            raise
+        except (RepoNotFoundError, RevisionNotFoundError):
+            why = "no such organization, or no organizations API"
+            return PublisherTrust(org, False, f"the Hub at {self.shown_endpoint} could not say (HTTP 404: {why})")
+        except HubError as exc:
+            return PublisherTrust(org, False, f"the Hub at {self.shown_endpoint} could not say ({exc.message})")
+        try:
+            data = jsondoc.loads(resp.content)
+        except jsondoc.JSONDocumentError as exc:
+            return PublisherTrust(org, False, f"the Hub at {self.shown_endpoint} could not say (its answer: {exc})")
+        if isinstance(data, dict) and data.get("trustedKernelPublisher") is True:
+            return PublisherTrust(org, True, f"the Hub at {self.shown_endpoint} trusts {org}")
+        return PublisherTrust(org, False, f"the Hub at {self.shown_endpoint} does not trust {org} as a kernel publisher")
 
     # -- trees ------------------------------------------------------------------------
 
@@ -378,6 +405,15 @@ def _tree_file(where: str, entry: dict) -> TreeFile:
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         raise malformed("size", size)
     return TreeFile(path=path, size=size, blob_id=oid, lfs_sha256=lfs_sha256)
+
+
+@dataclass(frozen=True, slots=True)
+class PublisherTrust:
+    """The Hub's answer about one organization as a kernel publisher, and why, in words."""
+
+    org: str
+    trusted: bool
+    reason: str
 
 
 def _parse_refs(repo_id: str, resp: httpx2.Response) -> tuple[GitRef, ...]:

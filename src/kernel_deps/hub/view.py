@@ -29,9 +29,16 @@ from kernel_deps.core.errors import (
 )
 from kernel_deps.core.hashing import variant_hash
 from kernel_deps.core.settings import BUILD_DIR, HUB_RESOLVE_WORKERS, KERNEL_STATUS_NAME
-from kernel_deps.core.spec import KernelRequirement, parse_kernel_depends, show_toml, validate_repo_id
+from kernel_deps.core.spec import (
+    KernelRequirement,
+    org_of,
+    parse_kernel_depends,
+    publisher_allowance,
+    show_toml,
+    validate_repo_id,
+)
 from kernel_deps.core.variants import is_valid_variant_name
-from kernel_deps.hub.client import MAX_SMALL_FILE_BYTES, CommitListing, HubClient, RepoRefs, TreeFile
+from kernel_deps.hub.client import MAX_SMALL_FILE_BYTES, CommitListing, HubClient, PublisherTrust, RepoRefs, TreeFile
 
 T = TypeVar("T")
 
@@ -67,7 +74,12 @@ class KernelIndex:
     """Memoised, concurrent access to the refs, trees and dependencies of kernel repos."""
 
     def __init__(
-        self, hub: HubClient, *, max_workers: int = HUB_RESOLVE_WORKERS, held: Iterable[str] = ()
+        self,
+        hub: HubClient,
+        *,
+        max_workers: int = HUB_RESOLVE_WORKERS,
+        held: Iterable[str] = (),
+        publishers: Sequence[str] | None = None,
     ) -> None:
         self.hub = hub
         # Prefetch tasks may wait on Hub calls; Hub calls never wait on anything. Two pools
@@ -81,6 +93,10 @@ class KernelIndex:
         self.redirects_followed: dict[str, tuple[Redirect, ...]] = {}
         # Repos whose prior pin holds: a redirect added upstream since does not move them.
         self.held = frozenset(held)
+        # The project's [tool.kernels.trust] publishers; None: publishers are not checked, so
+        # the Hub is never asked about them. Otherwise each repo met whose organization the
+        # project does not allow has its organization asked about in the background.
+        self.publishers = None if publishers is None else tuple(publishers)
         self._cache_root = cache.cache_root()
 
     def close(self, *, wait: bool = True) -> None:
@@ -98,8 +114,18 @@ class KernelIndex:
     # -- answers ----------------------------------------------------------------------
 
     def refs(self, repo_id: str) -> RepoRefs:
-        """The repo's refs, listed once per run."""
+        """The repo's refs, listed once per run (and its publisher asked about, in the background)."""
+        if self.publishers is not None and publisher_allowance(repo_id, self.publishers) is None:
+            org = org_of(repo_id)
+            with self._lock:
+                asked = ("publisher", org) in self._memo
+            if not asked:
+                self._calls.submit(self._quietly, self.publisher, org)
         return self._once(("refs", repo_id), lambda: self.hub.list_refs(repo_id))
+
+    def publisher(self, org: str) -> PublisherTrust:
+        """Whether the Hub trusts ``org`` as a kernel publisher, asked once per run."""
+        return self._once(("publisher", org), lambda: self.hub.publisher_trust(org))
 
     def listing(self, repo_id: str, commit: str) -> CommitListing:
         """The commit's recursive listing (its build files and top-level names), listed once."""
@@ -262,7 +288,7 @@ class KernelIndex:
             self._pool.submit(self._quietly, warm, req)
 
     @staticmethod
-    def _quietly(fn: Callable[[KernelRequirement], None], req: KernelRequirement) -> None:
+    def _quietly(fn: Callable[[T], object], req: T) -> None:
         try:
             fn(req)
         except BaseException:  # noqa: BLE001 - kept in the memo; raised when asked for

@@ -198,29 +198,42 @@ def _load_locked(
 
 
 def get_kernel(
-    repo_id: str, *, version: int | str | None = None, revision: str | None = None, backend: str | None = None
+    repo_id: str,
+    *,
+    version: int | str | None = None,
+    revision: str | None = None,
+    backend: str | None = None,
+    trust_remote_code: bool | list[str] = False,
 ) -> ModuleType:
     """Unlocked use, as the Hugging Face library's ``get_kernel``: resolve, download verified, load.
 
     Exactly one of ``version`` (a major as an int, e.g. ``1``: the ``v1`` branch or the
     newest ``v1.*`` tag; or a PEP 440 range string) and ``revision`` (a branch, tag or
-    commit) is required, as in the Hugging Face library.
+    commit) is required, as in the Hugging Face library. ``trust_remote_code`` has its
+    meaning there: ``False`` loads a kernel (and each of its dependencies) only when the
+    Hub trusts its publisher; a list of repo ids allows those too; ``True`` allows any.
     """
     system = system_for_backend(backend)
     override = _override(repo_id, system)
     if override is not None:
         return override
-    lock, requirement = _resolve_unlocked(repo_id, version, revision, "get_kernel")
+    lock, requirement = _resolve_unlocked(repo_id, version, revision, "get_kernel", trust_remote_code)
     return _load(repo_id, LockSource(lock, "get_kernel", f"resolved {requirement.describe()}"), allow_download=True, system=system)
 
 
 def has_kernel(
-    repo_id: str, *, version: int | str | None = None, revision: str | None = None, backend: str | None = None
+    repo_id: str,
+    *,
+    version: int | str | None = None,
+    revision: str | None = None,
+    backend: str | None = None,
+    trust_remote_code: bool | list[str] = False,
 ) -> bool:
     """Whether the kernel at that version or revision has a build for this machine (or ``backend``).
 
-    Asks the Hub (its refs and file listing at the resolved commit); downloads nothing.
-    A ``LOCAL_KERNELS`` override answers from its local folder instead.
+    Asks the Hub (its refs and file listing at the resolved commit, and, unless
+    ``trust_remote_code`` allows it, whether it trusts the publisher, as :func:`get_kernel`);
+    downloads nothing. A ``LOCAL_KERNELS`` override answers from its local folder instead.
     """
     from kernel_deps.core.settings import local_overrides
     from kernel_deps.core.variants import NoMatchingVariantError, rank_variants
@@ -234,7 +247,7 @@ def has_kernel(
         except (LocalKernelError, NoMatchingVariantError):
             return False
         return True
-    lock, _ = _resolve_unlocked(repo_id, version, revision, "has_kernel")
+    lock, _ = _resolve_unlocked(repo_id, version, revision, "has_kernel", trust_remote_code)
     kernel = lock.get(repo_id)
     return kernel is not None and bool(rank_variants(kernel.variants, system)[0])
 
@@ -267,8 +280,11 @@ def _override(repo_id: str, system: SystemInfo, *, stacklevel: int = 3) -> Modul
     return import_local_kernel(path, system, label=repo_id, warn_stacklevel=stacklevel, from_override=True)
 
 
-def _resolve_unlocked(repo_id: str, version: int | str | None, revision: str | None, function: str) -> tuple[Lockfile, "KernelRequirement"]:
-    """A one-kernel lock (its dependencies included) for ``version`` or ``revision``, from the Hub."""
+def _resolve_unlocked(
+    repo_id: str, version: int | str | None, revision: str | None, function: str, trust_remote_code: object = False
+) -> tuple[Lockfile, "KernelRequirement"]:
+    """A one-kernel lock (its dependencies included) for ``version`` or ``revision``, from
+    the Hub; every kernel of it trusted as ``trust_remote_code`` says, else UntrustedPublisherError."""
     from kernel_deps.commands.lock import build_lockfile
     from kernel_deps.core.spec import InvalidEntry, requirement_from_value
     from kernel_deps.hub.client import HubClient
@@ -282,6 +298,13 @@ def _resolve_unlocked(repo_id: str, version: int | str | None, revision: str | N
     if (version is None) == (revision is None):
         given = "both" if version is not None else "neither"
         raise UsageError(f"{function}({repo_id!r}): {expected}; {given} given")
+    if not isinstance(trust_remote_code, bool) and not (
+        isinstance(trust_remote_code, list) and all(isinstance(item, str) for item in trust_remote_code)
+    ):
+        raise UsageError(
+            f"{function}({repo_id!r}): trust_remote_code={trust_remote_code!r}: expected True, False, "
+            "or a list of repo ids to allow"
+        )
     value: object = {"revision": revision} if revision is not None else version
     try:
         requirement = requirement_from_value(repo_id, value)
@@ -295,10 +318,31 @@ def _resolve_unlocked(repo_id: str, version: int | str | None, revision: str | N
         f"pass a narrower version= or a revision= to {function}()",
     )
     hub = HubClient()
-    with hub.operation(), KernelIndex(hub) as index:  # resolving has one time budget; downloading its own
+    # The Hub is asked about each publisher the argument does not allow, while resolving.
+    allowed = None if trust_remote_code is True else tuple(trust_remote_code or ())
+    with hub.operation(), KernelIndex(hub, publishers=allowed) as index:  # resolving has one time budget
         resolution = resolve([requirement], index, requester=requester)
         lock = build_lockfile(resolution, [requirement], index)
+        if allowed is not None:
+            _check_publishers(lock, allowed, index, function)
     return lock, requirement
+
+
+def _check_publishers(lock: Lockfile, allowed: tuple[str, ...], index: "KernelIndex", function: str) -> None:
+    """As the Hugging Face library: each kernel's repo id in ``allowed``, or its publisher
+    trusted by the Hub; else UntrustedPublisherError naming the first other one."""
+    from kernel_deps.core.errors import UntrustedPublisherError
+    from kernel_deps.core.spec import org_of
+
+    for kernel in lock.kernels:
+        if kernel.repo_id in allowed:
+            continue
+        answer = index.publisher(org_of(kernel.repo_id))
+        if not answer.trusted:
+            raise UntrustedPublisherError(
+                f"{function}(): {kernel.repo_id} is not from a trusted publisher: {answer.reason}; pass "
+                f"trust_remote_code=True, or a list of repo ids including {kernel.repo_id!r}, to load it anyway"
+            )
 
 
 def system_for_backend(backend: str | None) -> SystemInfo:

@@ -128,6 +128,23 @@ def check_targets(targets: Sequence[Target], lock: Lockfile) -> list[Problem]:
     return problems
 
 
+def check_trust(publishers: Sequence[str], lock: Lockfile) -> list[Problem]:
+    """Entries the lock trusted on the project's word (``trusted_by`` "pyproject:<entry>")
+    whose entry ``[tool.kernels.trust] publishers`` no longer lists; no network. An entry
+    without ``trusted_by`` (an older lock) or trusted by the Hub is not judged here."""
+    problems = []
+    for kernel in lock.kernels:
+        allowance = kernel.trusted_as
+        if allowance is not None and allowance not in publishers:
+            message = (
+                f"{kernel.repo_id}: kernels.lock trusts it because [tool.kernels.trust] publishers listed "
+                f"{allowance!r}, which pyproject.toml no longer lists; add it back, or run 'kernels lock' "
+                "to ask the Hub whether it trusts the publisher"
+            )
+            problems.append(Problem("trust-removed", kernel.repo_id, None, None, message, allowance, None))
+    return problems
+
+
 def _sync(kind: str, repo_id: str, message: str, expected: str | None, got: str | None) -> Problem:
     return Problem(kind, repo_id, None, None, f"{message}; {RELOCK_HINT}", expected, got)
 

@@ -53,7 +53,11 @@ _HASH = re.compile(r"sha256-[0-9a-f]{64}")
 _VARIANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _ENTRY_KEYS = (
     "repo_id", "sha", "variants", "version", "requirement", "dependencies", "kernel_depends", "redirected_from",
+    "trusted_by",
 )  # fmt: skip
+# Why a kernel's publisher is trusted: the Hub's flag, or the [tool.kernels.trust] entry allowing it.
+TRUSTED_BY_HUB = "hub"
+TRUSTED_BY_PROJECT = "pyproject:"
 _REQUIRED_KEYS = ("repo_id", "sha", "variants", "dependencies")
 _VARIANT_KEYS = ("hash", "hash_type")
 _FIX = "fix the entry or rerun 'kernels lock'"
@@ -213,6 +217,10 @@ class LockedKernel:
     # Repo ids pyproject.toml names that redirect here (their kernel-status.toml): this
     # entry is the lock's answer for them too.
     redirected_from: tuple[str, ...] = ()
+    # Why its publisher is trusted: "hub" (the Hub's trustedKernelPublisher flag for its
+    # organization) or "pyproject:<entry>" (the [tool.kernels.trust] publishers entry, its
+    # organization or its repo id, that allowed it). None: not recorded (an older lock).
+    trusted_by: str | None = None
 
     def __post_init__(self) -> None:
         if reason := repo_id_problem(self.repo_id):
@@ -254,6 +262,18 @@ class LockedKernel:
             if source == self.repo_id or source in sources[:index]:
                 raise invalid(f".redirected_from[{index}]", "repo id", source, "expected each other repo id once")
         object.__setattr__(self, "redirected_from", tuple(sorted(sources)))
+        if self.trusted_by is not None and self.trusted_by not in (
+            TRUSTED_BY_HUB, TRUSTED_BY_PROJECT + self.repo_id, TRUSTED_BY_PROJECT + self.repo_id.partition("/")[0]
+        ):  # fmt: skip
+            expected = f'expected "{TRUSTED_BY_HUB}", or "{TRUSTED_BY_PROJECT}" and its organization or its repo id'
+            raise invalid(".trusted_by", "trusted_by", self.trusted_by, expected)
+
+    @property
+    def trusted_as(self) -> str | None:
+        """The [tool.kernels.trust] publishers entry the lock relied on, or None (the Hub, or not recorded)."""
+        if self.trusted_by is None or not self.trusted_by.startswith(TRUSTED_BY_PROJECT):
+            return None
+        return self.trusted_by[len(TRUSTED_BY_PROJECT):]
 
     @classmethod
     def from_dict(cls, raw: Any) -> LockedKernel:
@@ -268,6 +288,7 @@ class LockedKernel:
             dependencies=entry["dependencies"],
             kernel_depends=_get_optional(entry, "kernel_depends", "an object of dependency repo id -> requirements"),
             redirected_from=entry.get("redirected_from", ()),
+            trusted_by=_get_optional(entry, "trusted_by"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -283,6 +304,8 @@ class LockedKernel:
             entry["kernel_depends"] = {dep: list(texts) for dep, texts in self.kernel_depends.items()}
         if self.redirected_from:
             entry["redirected_from"] = list(self.redirected_from)
+        if self.trusted_by is not None:
+            entry["trusted_by"] = self.trusted_by
         return entry
 
 

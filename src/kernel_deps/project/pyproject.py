@@ -21,7 +21,7 @@ from tomlkit.exceptions import ParseError, TOMLKitError
 from tomlkit.items import InlineTable
 from tomlkit.toml_document import TOMLDocument
 
-from kernel_deps.core.errors import PyprojectError
+from kernel_deps.core.errors import InvalidRepoIdError, PyprojectError
 from kernel_deps.core.settings import PYPROJECT_NAME
 from kernel_deps.core.spec import (
     TABLE,
@@ -32,12 +32,15 @@ from kernel_deps.core.spec import (
     pyproject_error,
     requirement_from_value,
     show_toml,
+    validate_repo_id,
 )
 from kernel_deps.core.targets import InvalidTargetName, Target, parse_targets
 from kernel_deps.project.edit import refuse_pending_edit
 
 _PATH = ("tool", "kernels", "dependencies")
 _TARGETS_PATH = ("tool", "kernels", "targets")
+_TRUST_PATH = ("tool", "kernels", "trust")
+TRUST_EXAMPLE = 'publishers = ["my-org", "other-org/one-kernel"]'
 
 
 def read_pyproject_text(project_dir: Path) -> str:
@@ -125,6 +128,62 @@ def targets_from_table(kernels: dict[str, Any] | None, text: str, source: str) -
         return parse_targets(value)
     except InvalidTargetName as exc:
         raise pyproject_error(f"{where}: tool.kernels.targets{exc}") from None
+
+
+def read_trust(project_dir: Path) -> tuple[str, ...]:
+    """The publishers ``[tool.kernels.trust] publishers`` allows: organizations and repo ids,
+    as written; empty when none are."""
+    text = _read_pyproject(Path(project_dir), missing_ok=False)
+    assert text is not None
+    source = str(Path(project_dir) / PYPROJECT_NAME)
+    kernels, _ = _kernels_table(text, source)
+    return trust_from_table(kernels, text, source)
+
+
+def trust_from_table(kernels: dict[str, Any] | None, text: str, source: str) -> tuple[str, ...]:
+    """``[tool.kernels.trust] publishers`` of a ``[tool.kernels]`` table of ``text``, each an
+    organization (``my-org``) or one repo id (``org/name``); PyprojectError naming the line."""
+    if kernels is None or "trust" not in kernels:
+        return ()
+    table = kernels["trust"]
+    line = _line_of(text, _TRUST_PATH, None)
+    where = f"{source}:{line}" if line else source
+    if not isinstance(table, dict):
+        raise pyproject_error(
+            f"{where}: tool.kernels.trust = {show_toml(table)}: "
+            f"expected a table like [tool.kernels.trust] {TRUST_EXAMPLE}"
+        )
+    unknown = sorted(key for key in table if key != "publishers")
+    if unknown:
+        raise pyproject_error(
+            f"{where}: tool.kernels.trust has an unknown key {show_toml(unknown[0])}; "
+            f"expected only {TRUST_EXAMPLE}"
+        )
+    value = table.get("publishers", [])
+    line = _line_of(text, (*_TRUST_PATH, "publishers"), value) or line
+    where = f"{source}:{line}" if line else source
+    if not isinstance(value, list):
+        raise pyproject_error(
+            f"{where}: tool.kernels.trust.publishers = {show_toml(value)}: expected a list like {TRUST_EXAMPLE}"
+        )
+    for item in value:
+        if not _is_publisher(item):
+            raise pyproject_error(
+                f"{where}: tool.kernels.trust.publishers: {show_toml(item)} is neither an organization "
+                f"nor a repo id (org/name); expected a list like {TRUST_EXAMPLE}"
+            )
+    return tuple(value)
+
+
+def _is_publisher(item: object) -> bool:
+    """Whether ``item`` names an organization or one repo id (the Hub's rule for each part)."""
+    if not isinstance(item, str):
+        return False
+    try:
+        validate_repo_id(item if "/" in item else f"{item}/x")
+    except InvalidRepoIdError:
+        return False
+    return True
 
 
 def read_requirements(project_dir: Path) -> list[KernelRequirement]:
