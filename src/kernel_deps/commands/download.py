@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -341,7 +341,18 @@ def _fetch_variant_into_cache(
             if entry.content_hash not in blobs and not cache.blob_is_valid(repo, entry.content_hash):
                 blobs[entry.content_hash] = (rel, entry)
         fetched = list(blobs.values())
-        results = list(pool.map(lambda item: _fetch_file(task, hub, repo, item[1], item[0], progress), fetched))
+        futures = [pool.submit(_fetch_file, task, hub, repo, entry, rel, progress) for rel, entry in fetched]
+        try:
+            results = [future.result() for future in futures]
+        except Exception:
+            # One file failed: the files not started are not started, and those under way end
+            # (placing their blob, or removing or keeping their partial as their rules say)
+            # before the variant's lock is let go and the error reaches the caller. Ctrl-C is
+            # not held up: it ends the process at once (kernel_deps.interrupt).
+            for future in futures:
+                future.cancel()
+            wait(futures)
+            raise
         cache.place_variant(repo, kernel.sha, task.variant, {rel: e.content_hash for rel, e in listing.items()})
     size = sum(results)
     progress.variant_done(task, cached=False, files=len(fetched), size=size)
