@@ -10,7 +10,7 @@ from kernel_deps.core.errors import UsageError
 from kernel_deps.core.settings import KERNEL_STATUS_NAME, PYPROJECT_NAME, is_offline
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target
-from kernel_deps.lock.freshness import Problem, check_sync, check_targets, check_trust
+from kernel_deps.lock.freshness import Problem, check_signatures, check_sync, check_targets, check_trust
 from kernel_deps.lock.model import (
     LockedKernel,
     Lockfile,
@@ -19,9 +19,10 @@ from kernel_deps.lock.model import (
     write_lockfile,
 )
 from kernel_deps.lock.read import read_lock
+from kernel_deps.lock.signatures import sign_lock
 from kernel_deps.lock.trust import judge_publishers, refusal
 from kernel_deps.project.edit import editing
-from kernel_deps.project.pyproject import read_project, read_targets, read_trust
+from kernel_deps.project.pyproject import read_project, read_signature_policy, read_targets, read_trust
 from kernel_deps.resolve.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
 
 if TYPE_CHECKING:  # imported when locking: verify and outdated read locks without the Hub client
@@ -229,6 +230,7 @@ def lock_while_editing(
         targets = read_targets(project_dir)
     targets = tuple(targets)
     publishers = read_trust(project_dir)
+    policy = read_signature_policy(project_dir)
     path = lock_path(project_dir)
     prior = read_lock(path, purpose="lock")  # any tool's lock: its commits are kept, its layout replaced
     previous, raw, foreign = (prior.lock, prior.raw, prior.written_by) if prior else (None, None, None)
@@ -243,6 +245,8 @@ def lock_while_editing(
 
     # Allowances the prior lock relied on that pyproject.toml no longer lists (judged offline).
     withdrawn = check_trust(publishers, previous) if previous is not None and foreign is None else []
+    # Signers the prior lock records that the signature policy no longer allows (judged offline).
+    withdrawn += check_signatures(policy, previous) if previous is not None and foreign is None else []
     if (not write and not upgrade and not upgrade_packages and not uncovered and not withdrawn
             and _holds(previous, raw, requirements)):  # fmt: skip
         # Every requirement is met by its pin and every target served by it, so resolving
@@ -270,6 +274,7 @@ def lock_while_editing(
         lock, untrusted = judge_publishers(lock, publishers, lambda org: _hub_trusts(index, org))
         if untrusted:
             raise refusal(untrusted)
+        lock = sign_lock(lock, policy, index)
         notes = [
             LockNote("redirect-followed", source, redirects=(source, *(hop.destination for hop in hops)))
             for source, hops in sorted(index.redirects_followed.items())

@@ -241,10 +241,18 @@ class KernelIndex:
         return [replace(req, repo_id=hops[-1].destination) if hops else req for req, hops in zip(requirements, found)]
 
     def _metadata_of(self, repo_id: str, commit: str, entry: TreeFile) -> dict:
-        """A listed ``metadata.json``, read once per content hash in this run; the bytes
-        must be the content the listing names, since other variants take them on trust."""
+        """A listed ``metadata.json``, parsed once per content hash in this run."""
+        source = f"{repo_id}@{commit[:12]}: {entry.path}"
+        return self._once(("metadata", entry.content_hash),
+                          lambda: parse_metadata(self.small_file(repo_id, commit, entry), source))  # fmt: skip
 
-        def fetch() -> dict:
+    def small_file(self, repo_id: str, commit: str, entry: TreeFile) -> bytes:
+        """The bytes of a listed small file (``metadata.json``, its ``.sigstore`` bundle), read
+        once per content hash in this run, from the cache when a blob of that name is there,
+        and kept there when fetched; the bytes must be the content the listing names, since
+        other variants take them on trust."""
+
+        def fetch() -> bytes:
             source = f"{repo_id}@{commit[:12]}: {entry.path}"
             repo = cache.repo_dir(repo_id, self.hub.repo_type(repo_id), self._cache_root)
             data = cache.read_blob(repo, entry.content_hash, MAX_SMALL_FILE_BYTES)
@@ -257,9 +265,13 @@ class KernelIndex:
                         f"{entry.content_hash}, Got {got}); refusing to lock this kernel"
                     )
                 cache.keep_blob(repo, entry.content_hash, data)
-            return parse_metadata(data, source)
+            return data
 
-        return self._once(("metadata", entry.content_hash), fetch)
+        return self._once(("file", entry.content_hash), fetch)
+
+    def map_calls(self, fn: Callable[[T], object], items: Iterable[T]) -> list:
+        """``fn`` over ``items`` on the run's Hub call threads, results in order."""
+        return list(self._calls.map(fn, items))
 
     def metadata(self, repo_id: str, commit: str, variant: str) -> dict:
         """The parsed ``build/<variant>/metadata.json`` at ``commit`` (read, not cached on disk)."""

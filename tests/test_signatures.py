@@ -1,0 +1,272 @@
+"""Sigstore signatures and metadata.json digests: verified at lock time, offline ever after.
+
+Every kernel here is a real repo on the local Hub whose variants carry kernel-builder's
+``digest`` and a ``metadata.json.sigstore`` bundle made by a Sigstore of the tests' own
+(tests/fixtures/sigstore_ca.py); sigstore-python's real verifier checks each bundle
+offline under that Sigstore's trusted root, which the project names in
+``[tool.kernels.trust] trusted-root``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from kernel_deps.lock.read import read_lock
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release, RepoFileContent
+from tests.fixtures.cli import run_kernels
+from tests.fixtures.peers import run_peer
+from tests.fixtures.projects import write_project
+from tests.fixtures.sigstore_ca import Identity, LocalSigstore
+
+ORG = "kernels-test"
+VARIANTS = (CPU_VARIANT, CUDA_VARIANT)
+WORKFLOW = ".github/workflows/build.yml"
+MAIN = "refs/heads/main"
+
+
+@pytest.fixture(scope="module")
+def sigstore() -> LocalSigstore:
+    return LocalSigstore("tests")
+
+
+def signed(sigstore: LocalSigstore, identity: Identity, **kwargs):
+    """A Release.sign that signs each metadata.json as ``identity``."""
+    return lambda data, variant: sigstore.sign(data, identity, **kwargs)
+
+
+def add_signed(hub_env, name: str, sigstore: LocalSigstore | None, *, identity: Identity | None = None,
+               releases: tuple[str, ...] = ("1.0.0",), **release) -> str:  # fmt: skip
+    """Serve ``kernels-test/<name>``, each release with a digest and (with ``sigstore``) signed
+    as ``identity`` (default: the repo's own build workflow on main); returns the repo id."""
+    repo_id = f"{ORG}/{name}"
+    if sigstore is not None:
+        release.setdefault("sign", signed(sigstore, identity or Identity(repo_id)))
+    release.setdefault("digest", "sha256")
+    hub_env.add_repo(KernelRepo(repo_id, tuple(Release(v, variants=VARIANTS, **release) for v in releases)))
+    return repo_id
+
+
+def policy(root: Path | None, *, require: bool = False, identities: list[dict] | None = None) -> str:
+    """A [tool.kernels.trust] table allowing the test org, with a signature policy."""
+    lines = ["[tool.kernels.trust]", f'publishers = ["{ORG}"]']
+    if root is not None:
+        lines.append(f'trusted-root = "{root.name}"')
+    if require:
+        lines.append("require-signatures = true")
+    if identities is not None:
+        items = ", ".join("{ " + ", ".join(f'{k} = "{v}"' for k, v in i.items()) + " }" for i in identities)
+        lines.append(f"identities = [{items}]")
+    return "\n".join(lines) + "\n\n"
+
+
+def project_for(tmp_path: Path, sigstore: LocalSigstore | None, deps: str, **kwargs) -> Path:
+    folder = tmp_path / "app"
+    folder.mkdir(parents=True, exist_ok=True)
+    root = sigstore.write_trusted_root(folder / "trusted_root.json") if sigstore is not None else None
+    return write_project(folder, deps, extra=policy(root, **kwargs), trusted=())
+
+
+def files_of(project: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(project.iterdir()) if p.is_file()}
+
+
+def refused(project: Path, *args: str) -> str:
+    """``kernels lock`` refusing: exit 1, one line, nothing written; the line."""
+    before = files_of(project)
+    result = run_kernels("lock", *args, str(project))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.splitlines()
+    assert files_of(project) == before
+    return line
+
+
+def test_a_signed_kernel_is_locked_with_its_signer_per_variant_and_downloaded_and_verified(
+    hub_env, sigstore, tmp_path
+) -> None:
+    repo_id = add_signed(hub_env, "sig-valid", sigstore)
+    allowed = {"repository": repo_id, "workflow": WORKFLOW, "ref": MAIN}
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n', require=True, identities=[allowed])
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    entry = json.loads((project / "kernels.lock").read_text())[0]
+    assert set(entry["signatures"]) == set(VARIANTS)
+    uri = f"https://github.com/{repo_id}/{WORKFLOW}@{MAIN}"
+    for variant, signer in entry["signatures"].items():
+        metadata = hub_env.repos[repo_id].files["1.0.0"][f"build/{variant}/metadata.json"].data
+        assert signer == {
+            "issuer": "https://token.actions.githubusercontent.com", "identity": uri, "repository": repo_id,
+            "workflow": WORKFLOW, "ref": MAIN, "metadata_sha256": __import__("hashlib").sha256(metadata).hexdigest(),
+        }  # fmt: skip
+        assert set(entry["variants"][variant]) == {"hash", "hash_type"}  # what kernels 0.16 accepts there
+    assert run_kernels("lock", "--check", str(project), env={"HF_HUB_OFFLINE": "1"}).returncode == 0
+
+    assert run_kernels("download", "--all-variants", str(project)).returncode == 0
+    warm = run_kernels("download", "--all-variants", str(project), env={"HF_HUB_OFFLINE": "1"})
+    assert warm.returncode == 0, warm.stderr  # the cached bundles verified again, offline
+    verified = run_kernels("verify", "--json", str(project), env={"HF_HUB_OFFLINE": "1"})
+    assert verified.returncode == 0, verified.stdout
+    report = json.loads(verified.stdout)
+    assert {v["variant"]: v["signer"]["identity"] for v in report["verified"]} == {v: uri for v in VARIANTS}
+
+
+def test_metadata_changed_after_signing_is_refused_naming_kernel_and_variant(hub_env, sigstore, tmp_path) -> None:
+    def change_metadata(variant: str, files: dict) -> dict:
+        if variant != CPU_VARIANT:
+            return files
+        data = json.loads(files["metadata.json"].data)
+        data["kernel-depends"] = [{"repo-id": f"{ORG}/rotary", "version": ">=1"}]  # what an attacker would add
+        return {**files, "metadata.json": RepoFileContent(json.dumps(data).encode(), lfs=False)}
+
+    repo_id = add_signed(hub_env, "sig-tampered", sigstore, tamper=change_metadata)
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    line = refused(project)
+    assert line.startswith("error: kernels.lock not written: 1 build is not signed as the project requires: ")
+    assert f"{repo_id} build {CPU_VARIANT}: expected a valid signature under {project / 'trusted_root.json'}" in line
+    assert "found a bundle that does not verify" in line and "digest mismatch" in line.lower()
+    assert CUDA_VARIANT not in line
+
+
+def test_an_lfs_file_not_matching_the_digest_is_refused_at_lock_time(hub_env, sigstore, tmp_path) -> None:
+    def swap_library(variant: str, files: dict) -> dict:
+        name = next(p for p in files if p.endswith(".so"))
+        return {**files, name: RepoFileContent(b"not the signed build", lfs=True)}
+
+    repo_id = add_signed(hub_env, "sig-lfs-digest", sigstore, tamper=swap_library)
+    built = hub_env.repos[repo_id].files["1.0.0"]
+    so = next(p for p in built if p.endswith(".so") and CPU_VARIANT in p).split("/", 2)[2]
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    line = refused(project)
+    assert line.startswith("error: kernels.lock not written: 2 builds do not match their digest: ")
+    declared = json.loads(built[f"build/{CPU_VARIANT}/metadata.json"].data)["digest"]["files"][so]
+    import base64
+    import hashlib
+
+    got = base64.b64encode(hashlib.sha256(b"not the signed build").digest()).decode()
+    assert f"{repo_id} build {CPU_VARIANT}: expected {so} = {declared}; found {got}" in line
+
+
+def test_a_plain_file_not_matching_the_digest_is_caught_by_download_and_verify(hub_env, sigstore, tmp_path) -> None:
+    def change_python(variant: str, files: dict) -> dict:
+        return {**files, "_ops.py": RepoFileContent(b"import os; os.system('true')\n", lfs=False)}
+
+    repo_id = add_signed(hub_env, "sig-plain-digest", sigstore, tamper=change_python)
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    # The listing gives a plain file's git blob SHA-1 only: the lock can prove its presence, not its bytes.
+    assert run_kernels("lock", str(project)).returncode == 0
+    download = run_kernels("download", "--variant", CPU_VARIANT, str(project))
+    assert download.returncode == 1
+    (line,) = download.stderr.splitlines()
+    assert f"{repo_id} build {CPU_VARIANT}: expected _ops.py = " in line and "; found " in line
+    verify = run_kernels("verify", "--json", str(project), env={"HF_HUB_OFFLINE": "1"})
+    assert verify.returncode == 1
+    problems = json.loads(verify.stdout)["problems"]
+    assert [(p["kind"], p["variant"], p["path"]) for p in problems] == [("digest-mismatch", CPU_VARIANT, "_ops.py")]
+
+
+@pytest.mark.parametrize(
+    ("identity", "what"),
+    [
+        (Identity(f"{ORG}/someone-else"), "another repository"),
+        (Identity(f"{ORG}/sig-who", workflow=".github/workflows/release.yml"), "another workflow"),
+        (Identity(f"{ORG}/sig-who", ref="refs/heads/feature"), "another ref"),
+    ],
+)
+def test_a_signer_the_project_does_not_allow_is_refused_saying_expected_and_found(
+    hub_env, sigstore, tmp_path, identity: Identity, what: str
+) -> None:
+    name = f"sig-who-{what.split()[1]}"
+    repo_id = add_signed(hub_env, name, sigstore, identity=identity)
+    allowed = {"repository": f"{ORG}/sig-who", "workflow": WORKFLOW, "ref": MAIN}
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n', identities=[allowed])
+    line = refused(project)
+    assert f"{repo_id} build {CPU_VARIANT}: expected a signer of [tool.kernels.trust] identities: " in line
+    assert f"{ORG}/sig-who {WORKFLOW}@{MAIN}; found a signature by {identity.repository} {identity.workflow}@{identity.ref}" in line
+    assert "add it to [tool.kernels.trust] identities" in line
+
+
+def test_a_kernels_own_identities_narrow_the_projects(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-narrow", sigstore)
+    other = {"repository": f"{ORG}/sig-narrow", "workflow": ".github/workflows/nightly.yml", "ref": MAIN}
+    deps = f'"{repo_id}" = {{ version = ">=1", identities = [{{ repository = "{repo_id}", workflow = "{other["workflow"]}", ref = "{MAIN}" }}] }}\n'
+    project = project_for(tmp_path, sigstore, deps)  # the project allows any signer, the kernel only nightly.yml
+    line = refused(project)
+    assert f"expected a signer of {repo_id}'s identities: {repo_id} .github/workflows/nightly.yml@{MAIN}" in line
+
+
+def test_a_bundle_under_another_root_is_refused(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-other-root", LocalSigstore("elsewhere"))
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    line = refused(project)
+    assert f"{repo_id} build {CPU_VARIANT}: expected a valid signature under" in line
+    assert "found a bundle that does not verify under the trusted root" in line
+
+
+def test_unsigned_while_required_is_refused_and_allowed_otherwise(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-unsigned", None)
+    project = project_for(tmp_path / "required", sigstore, f'"{repo_id}" = ">=1"\n', require=True)
+    line = refused(project)
+    assert f"{repo_id} build {CPU_VARIANT}: expected a signed metadata.json ([tool.kernels.trust] require-signatures" in line
+    assert "found no metadata.json.sigstore" in line
+    relaxed = project_for(tmp_path / "relaxed", sigstore, f'"{repo_id}" = ">=1"\n')
+    assert run_kernels("lock", str(relaxed)).returncode == 0
+    assert "signatures" not in json.loads((relaxed / "kernels.lock").read_text())[0]
+
+
+def test_a_bundle_that_is_not_json_is_refused(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-not-json", sigstore, sign=lambda data, variant: "not json {")
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    line = refused(project)
+    assert f"{repo_id} build {CPU_VARIANT}: expected a valid signature" in line and "found a bundle that is not JSON" in line
+
+
+def test_an_expired_leaf_valid_when_it_was_logged_is_accepted(hub_env, sigstore, tmp_path) -> None:
+    long_ago = datetime.now(timezone.utc) - timedelta(days=200)
+    repo_id = f"{ORG}/sig-expired"
+    add_signed(hub_env, "sig-expired", sigstore, sign=signed(sigstore, Identity(repo_id), signed_at=long_ago))
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    assert set(json.loads((project / "kernels.lock").read_text())[0]["signatures"]) == set(VARIANTS)
+
+
+def test_a_policy_changed_after_locking_fails_lock_check_and_verify_offline(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-policy", sigstore)
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    assert run_kernels("lock", str(project)).returncode == 0
+    offline = {"HF_HUB_OFFLINE": "1"}
+    assert run_kernels("lock", "--check", str(project), env=offline).returncode == 0
+    pyproject = project / "pyproject.toml"
+    allowed = {"repository": repo_id, "workflow": ".github/workflows/release.yml", "ref": MAIN}
+    text = pyproject.read_text().replace('trusted-root = "trusted_root.json"\n', 'trusted-root = "trusted_root.json"\n'
+                                         + policy(None, identities=[allowed]).splitlines()[2] + "\n")
+    pyproject.write_text(text)
+    check = run_kernels("lock", "--check", str(project), env=offline)
+    assert check.returncode == 1
+    assert f"{repo_id} build {CPU_VARIANT}: the signer kernels.lock records is not allowed" in check.stdout + check.stderr
+    verify = run_kernels("verify", "--json", str(project), env=offline)
+    assert verify.returncode == 1
+    kinds = {(p["kind"], p["variant"]) for p in json.loads(verify.stdout)["problems"]}
+    assert kinds == {("signer-not-allowed", v) for v in VARIANTS}
+
+
+def test_kernels_016_and_017_read_a_lock_with_signatures(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-peers", sigstore)
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    assert run_kernels("lock", str(project)).returncode == 0
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
+    assert lock.get(repo_id).signatures
+    from tests.test_export import READ_WITH_016
+
+    read = run_peer("0.16", READ_WITH_016, str(project / "kernels.lock"), repo_id)
+    assert read == {repo_id: lock.get(repo_id).sha, "entries": 1}
+    out = tmp_path / "exported.lock"
+    assert run_kernels("export", "--format", "kernels-0.17", "-o", str(out), str(project)).returncode == 0
+    from tests.test_export import READ_WITH_017
+
+    read17 = run_peer("0.17", READ_WITH_017, str(out), repo_id, "[]")
+    assert read17["top_level"] == {repo_id: lock.get(repo_id).sha}
