@@ -270,3 +270,67 @@ def test_kernels_016_and_017_read_a_lock_with_signatures(hub_env, sigstore, tmp_
 
     read17 = run_peer("0.17", READ_WITH_017, str(out), repo_id, "[]")
     assert read17["top_level"] == {repo_id: lock.get(repo_id).sha}
+
+
+def test_with_targets_an_older_version_signed_by_an_allowed_signer_is_taken_with_a_note(
+    hub_env, sigstore, tmp_path
+) -> None:
+    repo_id = f"{ORG}/sig-held-back"
+    good, other = Identity(repo_id), Identity(repo_id, workflow=".github/workflows/nightly.yml")
+    releases = (
+        Release("1.0.0", variants=VARIANTS, digest="sha256", sign=signed(sigstore, good)),
+        Release("1.1.0", variants=VARIANTS, digest="sha256", sign=signed(sigstore, other)),
+    )
+    built = hub_env.add_repo(KernelRepo(repo_id, releases))
+    allowed = {"repository": repo_id, "workflow": WORKFLOW, "ref": MAIN}
+    folder = tmp_path / "app"
+    folder.mkdir()
+    root = sigstore.write_trusted_root(folder / "trusted_root.json")
+    extra = f'[tool.kernels]\ntargets = ["{CPU_VARIANT}"]\n\n' + policy(root, identities=[allowed])
+    project = write_project(folder, f'"{repo_id}" = ">=1"\n', extra=extra, trusted=())
+    result = run_kernels("lock", "--json", str(project))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert read_lock(project / "kernels.lock", purpose="use").lock.get(repo_id).sha == built.commits["1.0.0"]
+    (note,) = [n for n in report["notes"] if n["kind"] == "held-back-unsigned"]
+    (passed,) = note["passed_over"]
+    assert (passed["version"], passed["commit"]) == ("v1.1.0", built.commits["1.1.0"])
+    assert "expected a signer of [tool.kernels.trust] identities" in passed["signature"]
+    assert ".github/workflows/nightly.yml" in passed["signature"]
+    text = run_kernels("lock", "--dry-run", "--upgrade", str(project))
+    assert f"note: {repo_id} v1.0.0, the newest version signed as required (v1.1.0: {repo_id} build" in text.stdout
+
+    # Without targets there is no older version to prefer: the newest is refused.
+    plain = project_for(tmp_path / "plain", sigstore, f'"{repo_id}" = ">=1"\n', identities=[allowed])
+    line = refused(plain)
+    assert f"{repo_id} build {CPU_VARIANT}: expected a signer of [tool.kernels.trust] identities" in line
+
+
+def test_with_targets_no_version_signed_as_required_is_refused_naming_the_newest(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-none-allowed", sigstore, releases=("1.0.0", "1.1.0"),
+                         identity=Identity(f"{ORG}/elsewhere"))  # fmt: skip
+    folder = tmp_path / "app"
+    folder.mkdir()
+    root = sigstore.write_trusted_root(folder / "trusted_root.json")
+    allowed = {"repository": repo_id, "workflow": WORKFLOW, "ref": MAIN}
+    extra = f'[tool.kernels]\ntargets = ["{CPU_VARIANT}"]\n\n' + policy(root, identities=[allowed])
+    project = write_project(folder, f'"{repo_id}" = ">=1"\n', extra=extra, trusted=())
+    line = refused(project)
+    assert line.startswith(f"error: kernels.lock not written: no version of {repo_id} in range is signed as the "
+                           f"project requires; the newest, v1.1.0: {repo_id} build ")  # fmt: skip
+
+
+def test_tree_shows_the_signer_of_each_serving_build(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-tree", sigstore)
+    folder = tmp_path / "app"
+    folder.mkdir()
+    root = sigstore.write_trusted_root(folder / "trusted_root.json")
+    extra = f'[tool.kernels]\ntargets = ["{CPU_VARIANT}"]\n\n' + policy(root)
+    project = write_project(folder, f'"{repo_id}" = ">=1"\n', extra=extra, trusted=())
+    assert run_kernels("lock", str(project)).returncode == 0
+    shown = run_kernels("tree", str(project), env={"HF_HUB_OFFLINE": "1"})
+    assert shown.returncode == 0
+    assert f"{CPU_VARIANT} (signed by {repo_id} {WORKFLOW}@{MAIN})" in shown.stdout
+    data = json.loads(run_kernels("tree", "--json", str(project)).stdout)
+    (target,) = data["targets"]
+    assert target["signers"][repo_id]["identity"] == f"https://github.com/{repo_id}/{WORKFLOW}@{MAIN}"

@@ -19,7 +19,7 @@ from kernel_deps.lock.model import (
     write_lockfile,
 )
 from kernel_deps.lock.read import read_lock
-from kernel_deps.lock.signatures import sign_lock
+from kernel_deps.lock.signatures import candidate_refusal, sign_lock
 from kernel_deps.lock.trust import judge_publishers, refusal
 from kernel_deps.project.edit import editing
 from kernel_deps.project.pyproject import read_project, read_signature_policy, read_targets, read_trust
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # imported when locking: verify and outdated read locks witho
     from kernel_deps.hub.view import KernelIndex
 
 
-SCHEMA_VERSION = 2  # of docs/schemas/lock.schema.json; see docs/ci.md
+SCHEMA_VERSION = 3  # of docs/schemas/lock.schema.json; see docs/ci.md
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +99,15 @@ class PassedOver:
     version: str  # its tag or branch (or short commit)
     commit: str
     missing: tuple[str, ...]
+    signature: str | None = None  # held-back-unsigned: why its builds are refused
 
     def to_json(self) -> dict:
+        if self.signature is not None:
+            return {"version": self.version, "commit": self.commit, "signature": self.signature}
         return {"version": self.version, "commit": self.commit, "missing_targets": list(self.missing)}
 
 
-NOTE_KINDS = ("redirect-followed", "held-back", "skipped-build-folders")
+NOTE_KINDS = ("redirect-followed", "held-back", "held-back-unsigned", "skipped-build-folders")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +116,7 @@ class LockNote:
 
     kind: str  # one of NOTE_KINDS
     repo_id: str  # redirect-followed: the repo asked for; else the locked kernel
-    locked: LockedPin | None = None  # held-back, skipped-build-folders
+    locked: LockedPin | None = None  # held-back, held-back-unsigned, skipped-build-folders
     redirects: tuple[str, ...] = ()  # redirect-followed: from the repo asked for to the one locked
     passed_over: tuple[PassedOver, ...] = ()  # held-back: newest first, every one
     folders: tuple[str, ...] = ()  # skipped-build-folders: the names under build/
@@ -124,7 +127,7 @@ class LockNote:
             data["redirects"] = list(self.redirects)
         else:
             data["locked"] = self.locked.to_json() if self.locked else None
-        if self.kind == "held-back":
+        if self.kind in ("held-back", "held-back-unsigned"):
             data["passed_over"] = [p.to_json() for p in self.passed_over]
         if self.kind == "skipped-build-folders":
             data["folders"] = list(self.folders)
@@ -269,7 +272,8 @@ def lock_while_editing(
     with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers) as index:
         followed = index.follow_redirects(requirements)
         redirected_from = _redirected_from(requirements, followed)
-        resolution = resolve(followed, index, pins=pins, targets=targets)
+        signed = (lambda repo_id, commit: candidate_refusal(index, policy, repo_id, commit)) if targets else None
+        resolution = resolve(followed, index, pins=pins, targets=targets, signed=signed)
         lock = build_lockfile(resolution, followed, index, pins=pins, redirected_from=redirected_from)
         lock, untrusted = judge_publishers(lock, publishers, lambda org: _hub_trusts(index, org))
         if untrusted:
@@ -309,6 +313,10 @@ def resolution_notes(resolution: Resolution, lock: Lockfile, index: KernelIndex)
         if passed:
             over = tuple(PassedOver(c.ref_name, c.commit, tuple(missed)) for c, missed in passed)
             notes.append(LockNote("held-back", entry.repo_id, LockedPin.of(entry), passed_over=over))
+        unsigned = resolution.held_back_unsigned.get(entry.repo_id, ())
+        if unsigned:
+            over = tuple(PassedOver(c.ref_name, c.commit, (), why) for c, why in unsigned)
+            notes.append(LockNote("held-back-unsigned", entry.repo_id, LockedPin.of(entry), passed_over=over))
         skipped = index.tree(entry.repo_id, entry.sha).skipped
         if skipped:
             notes.append(LockNote("skipped-build-folders", entry.repo_id, LockedPin.of(entry), folders=tuple(skipped)))

@@ -143,6 +143,16 @@ def sign_lock(lock: Lockfile, policy: SignaturePolicy, index: KernelIndex) -> Lo
     return Lockfile(kernels=tuple(replace(k, signatures=signers.get(k.repo_id, {})) for k in lock.kernels))
 
 
+def candidate_refusal(index: KernelIndex, policy: SignaturePolicy, repo_id: str, commit: str) -> str | None:
+    """Why the builds of ``repo_id`` at ``commit`` cannot be locked under ``policy`` (each
+    variant's signature and digest), or None: what the resolver asks of a candidate."""
+    variants = sorted(index.tree(repo_id, commit).files)
+    for signer_and_problems in index.map_calls(lambda v: _judge_variant(repo_id, commit, v, policy, index), variants):
+        if signer_and_problems[1]:
+            return signer_and_problems[1][0].describe()
+    return None
+
+
 def _judge_variant(
     repo_id: str, commit: str, variant: str, policy: SignaturePolicy, index: KernelIndex
 ) -> tuple[VariantSigner | None, list[VariantRefusal]]:
