@@ -334,3 +334,39 @@ def test_tree_shows_the_signer_of_each_serving_build(hub_env, sigstore, tmp_path
     data = json.loads(run_kernels("tree", "--json", str(project)).stdout)
     (target,) = data["targets"]
     assert target["signers"][repo_id]["identity"] == f"https://github.com/{repo_id}/{WORKFLOW}@{MAIN}"
+
+
+def test_get_kernel_holds_what_it_resolves_to_the_policy_the_caller_passes(hub_env, sigstore, tmp_path) -> None:
+    from kernel_deps import Identity as Allowed
+    from kernel_deps import SignaturePolicy, get_kernel
+    from kernel_deps.core.errors import SignatureError
+
+    repo_id = add_signed(hub_env, "sig-get-kernel", sigstore)
+    root = sigstore.write_trusted_root(tmp_path / "trusted_root.json")
+    allowed = SignaturePolicy(trusted_root=root, require=True, identities=(Allowed(repo_id, WORKFLOW, MAIN),))
+    module = get_kernel(repo_id, version=1, backend="cpu", trust_remote_code=True, signature_policy=allowed)
+    assert module.__kernel_origin__.variant == CPU_VARIANT
+
+    other = SignaturePolicy(trusted_root=root, identities=(Allowed(repo_id, ".github/workflows/other.yml", MAIN),))
+    with pytest.raises(SignatureError) as refused_:
+        get_kernel(repo_id, version=1, backend="cpu", trust_remote_code=True, signature_policy=other)
+    assert f"{repo_id} build {CPU_VARIANT}: expected a signer of [tool.kernels.trust] identities" in str(refused_.value)
+    unsigned = add_signed(hub_env, "sig-get-unsigned", None)
+    with pytest.raises(SignatureError, match="found no metadata.json.sigstore"):
+        get_kernel(unsigned, version=1, backend="cpu", trust_remote_code=True, signature_policy=allowed)
+    assert get_kernel(unsigned, version=1, backend="cpu", trust_remote_code=True).__kernel_origin__.variant == CPU_VARIANT
+
+
+def test_locking_downloading_and_verifying_unsigned_kernels_never_imports_sigstore(hub_env, sigstore, tmp_path) -> None:
+    from tests.fixtures.processes import imported_modules, top_level
+
+    unsigned = add_signed(hub_env, "sig-startup-unsigned", None)
+    project = project_for(tmp_path / "plain", sigstore, f'"{unsigned}" = ">=1"\n')
+    for args in (("lock",), ("download",), ("verify",), ("download",)):
+        result, modules = imported_modules(*args, str(project))
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert "sigstore" not in top_level(modules), args
+    signed_repo = add_signed(hub_env, "sig-startup-signed", sigstore)
+    project = project_for(tmp_path / "signed", sigstore, f'"{signed_repo}" = ">=1"\n')
+    result, modules = imported_modules("lock", str(project))
+    assert result.returncode == 0 and "sigstore.verify.verifier" in modules  # the real verifier ran

@@ -204,14 +204,14 @@ def check_cached_variant(
 ) -> list[VariantRefusal]:
     """A cached variant (its files, already proven to be the locked bytes, under ``folder``)
     against the digest its ``metadata.json`` declares, and its bundle verified again, offline,
-    under the policy's trusted root, to the signer the lock records; every problem found."""
+    under the policy's trusted root, to the signer the lock records (only given a ``policy``:
+    the trusted root is the project's to name); every problem found."""
     paths = sorted(paths)
     meta_path = folder / digests.METADATA_NAME
     metadata = meta_path.read_bytes() if digests.METADATA_NAME in paths else None
     found: list[VariantRefusal] = []
     recorded = kernel.signatures.get(variant)
-    if recorded is not None:
-        policy = policy or SignaturePolicy()
+    if recorded is not None and policy is not None:
         bundle = (folder / digests.BUNDLE_NAME).read_bytes() if digests.BUNDLE_NAME in paths else None
         if bundle is None or metadata is None:
             missing = digests.BUNDLE_NAME if bundle is None else digests.METADATA_NAME
