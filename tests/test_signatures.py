@@ -370,3 +370,62 @@ def test_locking_downloading_and_verifying_unsigned_kernels_never_imports_sigsto
     project = project_for(tmp_path / "signed", sigstore, f'"{signed_repo}" = ">=1"\n')
     result, modules = imported_modules("lock", str(project))
     assert result.returncode == 0 and "sigstore.verify.verifier" in modules  # the real verifier ran
+
+
+@pytest.mark.parametrize(
+    ("table", "quoted"),
+    [
+        ('require-signatures = "yes"', 'tool.kernels.trust.require-signatures = "yes": expected true or false'),
+        ("trusted-root = 3", "tool.kernels.trust.trusted-root = 3: expected the path of a Sigstore trusted root"),
+        ('identities = "me"', 'tool.kernels.trust.identities = "me": expected a list like [{ repository = '),
+        ('identities = [{ repository = "a/b", workflow = "w.yml" }]', "tool.kernels.trust.identities[0] = "),
+        ('identities = [{ repository = "a/b", workflow = "w", ref = "r", who = "x" }]', 'unknown key "who"'),
+        ('identities = [{ repository = "nobody", workflow = "w", ref = "r" }]', 'repository "nobody" is not a repository'),
+        ('signers = ["me"]', 'tool.kernels.trust has an unknown key "signers"'),
+    ],
+)
+def test_a_bad_signature_policy_is_one_line_exit_2_and_nothing_written(tmp_path, table: str, quoted: str) -> None:
+    project = write_project(tmp_path / "app", '"kernels-test/rotary" = ">=1"\n',
+                            extra=f'[tool.kernels.trust]\npublishers = ["{ORG}"]\n{table}\n\n', trusted=())  # fmt: skip
+    before = files_of(project)
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: {project / 'pyproject.toml'}:") and quoted in line
+    assert files_of(project) == before
+
+
+def test_a_kernels_empty_identities_and_a_missing_trusted_root_are_bad_input(hub_env, sigstore, tmp_path) -> None:
+    empty = write_project(tmp_path / "empty", '"kernels-test/rotary" = { version = ">=1", identities = [] }\n')
+    result = run_kernels("lock", str(empty))
+    assert result.returncode == 2 and '"kernels-test/rotary".identities is empty' in result.stderr
+    repo_id = add_signed(hub_env, "sig-no-root", sigstore)
+    project = project_for(tmp_path / "app", sigstore, f'"{repo_id}" = ">=1"\n')
+    (project / "trusted_root.json").unlink()
+    before = files_of(project)
+    missing = run_kernels("lock", str(project))
+    assert missing.returncode == 2
+    (line,) = missing.stderr.splitlines()
+    assert "[tool.kernels.trust] trusted-root" in line and "cannot read the trusted root" in line
+    assert files_of(project) == before
+
+
+@pytest.mark.parametrize(
+    ("signatures", "where"),
+    [
+        ({"nope": {"issuer": "i", "identity": "u", "metadata_sha256": "0" * 64}}, "'[0].signatures.nope'"),
+        ({"v": {"issuer": "i", "identity": "u"}}, "'[0].signatures.v'"),
+        ({"v": {"issuer": "i", "identity": "u", "metadata_sha256": "xyz"}}, "'[0].signatures.v.metadata_sha256'"),
+        ({"v": {"issuer": "i", "identity": "u", "metadata_sha256": "0" * 64, "extra": 1}}, "'[0].signatures.v.extra'"),
+        ("all", "'[0].signatures'"),
+    ],
+)
+def test_a_malformed_signatures_record_names_its_key(tmp_path, signatures, where: str) -> None:
+    from kernel_deps.core.errors import LockfileError
+    from kernel_deps.lock.model import Lockfile
+
+    entry = {"repo_id": "org/x", "sha": "a" * 40, "variants": {"v": {"hash": "sha256-" + "0" * 64,
+             "hash_type": "git_lfs_concat"}}, "dependencies": [], "signatures": signatures}  # fmt: skip
+    with pytest.raises(LockfileError) as error:
+        Lockfile.from_json(json.dumps([entry]))
+    assert where in error.value.message and "\n" not in error.value.message
