@@ -231,6 +231,8 @@ def download_lock(
         if not is_valid_variant_name(task.variant):
             raise UnsafeRepoContentError(f"{task.kernel.repo_id}: {task.variant!r} is not a valid variant name")
     progress.start(tasks)
+    if policy is not None and any(task.variant in task.kernel.signatures for task in tasks):
+        _prepare_verifier(policy)  # sigstore's import overlaps the hashing of the cached files
     cached: list[VariantTask] = []
     fetched: list[VariantTask] = []
     outcomes: list[VariantOutcome] = []
@@ -271,6 +273,14 @@ def download_lock(
     outcomes.sort(key=lambda outcome: order[id(outcome.task)])
     check_signed_variants(tasks, root, policy)
     return DownloadReport(cached, fetched, files_fetched, bytes_fetched, root, outcomes)
+
+
+def _prepare_verifier(policy: SignaturePolicy) -> None:
+    import threading
+
+    from kernel_deps.lock.bundles import prepare
+
+    threading.Thread(target=prepare, args=(policy.trusted_root,), name="kernel-deps-sigstore", daemon=True).start()
 
 
 def check_signed_variants(tasks: Sequence[VariantTask], root: Path, policy: SignaturePolicy | None) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from kernel_deps.core.errors import UsageError
 from kernel_deps.core.settings import KERNEL_STATUS_NAME, PYPROJECT_NAME, is_offline
+from kernel_deps.core.signers import SignaturePolicy
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target
 from kernel_deps.lock.freshness import Problem, check_signatures, check_sync, check_targets, check_trust
@@ -269,7 +270,7 @@ def lock_while_editing(
     hub = hub or HubClient()
     # One time budget for the whole resolution. Pins hold: a redirect added upstream since
     # the lock was made moves a pinned repo only once --upgrade releases its pin.
-    with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers) as index:
+    with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers, on_signed=_preparer(policy)) as index:
         followed = index.follow_redirects(requirements)
         redirected_from = _redirected_from(requirements, followed)
         signed = (lambda repo_id, commit: candidate_refusal(index, policy, repo_id, commit)) if targets else None
@@ -296,6 +297,17 @@ def lock_while_editing(
         notes=notes, uncovered=uncovered, targets=targets, converted_from=foreign, problems=problems,
         existed=raw is not None,
     )
+
+
+def _preparer(policy: SignaturePolicy) -> Callable[[], None]:
+    """What the index runs once it meets a signed variant: sigstore imported and the verifier built."""
+
+    def prepare() -> None:
+        from kernel_deps.lock.bundles import prepare as prepare_verifier
+
+        prepare_verifier(policy.trusted_root)
+
+    return prepare
 
 
 def _hub_trusts(index: KernelIndex, org: str) -> tuple[bool, str]:

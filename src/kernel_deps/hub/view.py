@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Sequence, TypeVar
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core import jsondoc
+from kernel_deps.core.digests import BUNDLE_NAME
 from kernel_deps.core.errors import (
     HubError,
     InvalidKernelMetadataError,
@@ -80,6 +81,7 @@ class KernelIndex:
         max_workers: int = HUB_RESOLVE_WORKERS,
         held: Iterable[str] = (),
         publishers: Sequence[str] | None = None,
+        on_signed: Callable[[], object] | None = None,
     ) -> None:
         self.hub = hub
         # Prefetch tasks may wait on Hub calls; Hub calls never wait on anything. Two pools
@@ -97,6 +99,9 @@ class KernelIndex:
         # the Hub is never asked about them. Otherwise each repo met whose organization the
         # project does not allow has its organization asked about in the background.
         self.publishers = None if publishers is None else tuple(publishers)
+        # Called once, in the background, when the first signed variant is met (a lock
+        # prepares its signature verifier then, while the resolution's requests are under way).
+        self.on_signed = on_signed
         self._cache_root = cache.cache_root()
 
     def close(self, *, wait: bool = True) -> None:
@@ -122,6 +127,15 @@ class KernelIndex:
             if not asked:
                 self._calls.submit(self._quietly, self.publisher, org)
         return self._once(("refs", repo_id), lambda: self.hub.list_refs(repo_id))
+
+    def _signed_once(self) -> None:
+        with self._lock:
+            if ("signed",) in self._memo:
+                return
+            self._memo[("signed",)] = _Once()
+        hook = self.on_signed
+        assert hook is not None
+        self._pool.submit(self._quietly, lambda _: hook(), None)
 
     def publisher(self, org: str) -> PublisherTrust:
         """Whether the Hub trusts ``org`` as a kernel publisher, asked once per run."""
@@ -162,8 +176,18 @@ class KernelIndex:
                 for entry in files
                 if entry.path == f"{BUILD_DIR}/{variant}/metadata.json"
             ]
+            bundles = [
+                entry for variant, files in tree.files.items() for entry in files
+                if entry.path == f"{BUILD_DIR}/{variant}/{BUNDLE_NAME}"
+            ]  # fmt: skip
+            if bundles and self.on_signed is not None:
+                self._signed_once()
             # Every file read at once; variants whose metadata.json is the same content share one read.
             metadata = list(self._calls.map(lambda item: self._metadata_of(repo_id, commit, item[1]), listed))
+            # Each variant's signature bundle, which locking verifies, read in the background
+            # (on the prefetch threads: the resolution's own requests go first).
+            for entry in bundles:
+                self._pool.submit(self._quietly, lambda e: self.small_file(repo_id, commit, e), entry)
             found: dict[tuple, KernelRequirement] = {}
             for (variant, _), meta in zip(listed, metadata):
                 source = f"{repo_id}@{commit[:12]} build/{variant}/metadata.json"

@@ -104,6 +104,16 @@ def verify_bundle(
     return signer
 
 
+def prepare(trusted_root: Path | None) -> None:
+    """Import sigstore and build the verifier for ``trusted_root`` ahead of the first bundle
+    (in the background while a lock's requests are under way); a problem is left for
+    :func:`verify_bundle` to report."""
+    try:
+        _verifier(trusted_root)
+    except TrustedRootError:
+        pass
+
+
 class _AnyCertificate:
     """A sigstore verification policy that asks nothing of the certificate's identity: the
     identity is checked after verification, so an invalid signature and a signer not allowed
