@@ -264,8 +264,11 @@ class KernelIndex:
         found = list(self._calls.map(lambda req: self.redirects_from(req.repo_id), requirements))
         return [replace(req, repo_id=hops[-1].destination) if hops else req for req, hops in zip(requirements, found)]
 
-    def _metadata_of(self, repo_id: str, commit: str, entry: TreeFile) -> dict:
+    def parsed_metadata(self, repo_id: str, commit: str, entry: TreeFile) -> dict:
         """A listed ``metadata.json``, parsed once per content hash in this run."""
+        return self._metadata_of(repo_id, commit, entry)
+
+    def _metadata_of(self, repo_id: str, commit: str, entry: TreeFile) -> dict:
         source = f"{repo_id}@{commit[:12]}: {entry.path}"
         return self._once(("metadata", entry.content_hash),
                           lambda: parse_metadata(self.small_file(repo_id, commit, entry), source))  # fmt: skip

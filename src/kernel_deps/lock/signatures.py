@@ -24,6 +24,7 @@ from kernel_deps.lock.model import LockedKernel, Lockfile, VariantSigner
 
 if TYPE_CHECKING:
     from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.lock.bundles import CertifiedSigner
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +78,8 @@ def variant_signer(
     return signer, None
 
 
-def _unchecked_signer(metadata: bytes, bundle: bytes, policy: SignaturePolicy):  # type: ignore[no-untyped-def]
+def _unchecked_signer(metadata: bytes, bundle: bytes, policy: SignaturePolicy) -> CertifiedSigner:
+    """Who signed a bundle whose signature is valid but whose signer the policy refused."""
     from kernel_deps.lock.bundles import verify_bundle
 
     return verify_bundle(metadata, bundle, policy.trusted_root)
@@ -166,7 +168,7 @@ def _judge_variant(
         return None, [refusal_]
     problems: list[VariantRefusal] = []
     if meta_entry is not None:
-        parsed = index._metadata_of(repo_id, commit, meta_entry)
+        parsed = index.parsed_metadata(repo_id, commit, meta_entry)
         problems = listing_digest_problems(repo_id, variant, parsed, {p: f.lfs_sha256 for p, f in files.items()})
     return signer, problems
 
