@@ -18,7 +18,7 @@ import pytest
 from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release, RepoFileContent
 from tests.fixtures.cli import run_kernels
-from tests.fixtures.peers import run_peer
+from tests.fixtures.peers import READ_WITH_016, READ_WITH_017, run_peer
 from tests.fixtures.projects import write_project
 from tests.fixtures.sigstore_ca import Identity, LocalSigstore
 
@@ -260,14 +260,10 @@ def test_kernels_016_and_017_read_a_lock_with_signatures(hub_env, sigstore, tmp_
     assert run_kernels("lock", str(project)).returncode == 0
     lock = read_lock(project / "kernels.lock", purpose="use").lock
     assert lock.get(repo_id).signatures
-    from tests.test_export import READ_WITH_016
-
     read = run_peer("0.16", READ_WITH_016, str(project / "kernels.lock"), repo_id)
     assert read == {repo_id: lock.get(repo_id).sha, "entries": 1}
     out = tmp_path / "exported.lock"
     assert run_kernels("export", "--format", "kernels-0.17", "-o", str(out), str(project)).returncode == 0
-    from tests.test_export import READ_WITH_017
-
     read17 = run_peer("0.17", READ_WITH_017, str(out), repo_id, "[]")
     assert read17["top_level"] == {repo_id: lock.get(repo_id).sha}
 
@@ -429,3 +425,30 @@ def test_a_malformed_signatures_record_names_its_key(tmp_path, signatures, where
     with pytest.raises(LockfileError) as error:
         Lockfile.from_json(json.dumps([entry]))
     assert where in error.value.message and "\n" not in error.value.message
+
+
+# kernels 0.17.2 hashing a variant folder (argv[1]) with argv[2]; its Metadata parse wants
+# kernel-builder's own name and version rules, which the sample kernels do not follow.
+DIGEST_WITH_017 = """
+import json, sys
+from kernels._rust import Digest, DigestAlgorithm
+actual = Digest.hash_variant(getattr(DigestAlgorithm, sys.argv[2].upper()), sys.argv[1])
+print(json.dumps({"files": actual.files}))
+"""
+
+
+@pytest.mark.parametrize("algorithm", ["sha256", "sha512"])
+def test_the_digest_is_kernels_017s_and_a_downloaded_build_meets_it(hub_env, sigstore, tmp_path, algorithm) -> None:
+    repo_id = add_signed(hub_env, f"sig-digest-{algorithm}", sigstore, digest=algorithm)
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    assert run_kernels("lock", str(project)).returncode == 0
+    assert run_kernels("download", "--variant", CPU_VARIANT, str(project)).returncode == 0
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
+    from kernel_deps.cache import store as cache
+
+    folder = cache.variant_dir(cache.find_repo_dir(repo_id), lock.get(repo_id).sha, CPU_VARIANT)
+    theirs = run_peer("0.17", DIGEST_WITH_017, str(folder), algorithm)  # kernels 0.17.2's own hashing
+    declared = json.loads((folder / "metadata.json").read_bytes())["digest"]
+    assert theirs["files"] == declared["files"] and declared["algorithm"] == algorithm
+    assert "__pycache__/__init__.cpython-311.pyc" not in declared["files"] and "metadata.json" not in declared["files"]
+    assert "layers/__init__.py" in declared["files"]

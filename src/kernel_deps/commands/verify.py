@@ -116,8 +116,8 @@ class VerifyReport:
             "problems": [asdict(problem) for problem in self.problems],
             "notices": [asdict(notice) for notice in self.notices],
             "verified": [
-                {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash, "path": str(c.path),
-                 "signer": self.signers.get((c.repo_id, c.variant))}
+                {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash,
+                 "path": str(c.path), "signer": self.signers.get((c.repo_id, c.variant))}
                 for c in self.verified
             ],
         }

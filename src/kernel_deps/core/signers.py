@@ -66,7 +66,8 @@ class SignaturePolicy:
                                (self.kernel_identities.get(repo_id, ()), f"{repo_id}'s identities")):  # fmt: skip
             if allowed and not any(i.allows(issuer, repository, workflow, ref) for i in allowed):
                 expected = " or ".join(i.describe() for i in allowed)
-                return f"expected a signer of {where}: {expected}; found {describe_signer(issuer, repository, workflow, ref)}"
+                found = describe_signer(issuer, repository, workflow, ref)
+                return f"expected a signer of {where}: {expected}; found {found}"
         return None
 
 
@@ -77,7 +78,9 @@ def describe_signer(issuer: str, repository: str | None, workflow: str | None, r
     return Identity(repository, workflow, ref, issuer).describe()
 
 
-def github_facts(source_repository_uri: str | None, build_signer_uri: str | None) -> tuple[str | None, str | None, str | None]:
+def github_facts(
+    source_repository_uri: str | None, build_signer_uri: str | None
+) -> tuple[str | None, str | None, str | None]:
     """(repository, workflow, ref) from a certificate's Source Repository URI and Build Signer
     URI; None for each that they do not tell (another issuer's certificate)."""
     repository = None

@@ -223,7 +223,8 @@ class VariantSigner:
             if not isinstance(value, str) or not value or len(value) > 1000:
                 raise invalid(f".{key}", key, value, "expected a non-empty string")
         if not isinstance(self.metadata_sha256, str) or not _SHA256_HEX.fullmatch(self.metadata_sha256):
-            raise invalid(".metadata_sha256", "metadata_sha256", self.metadata_sha256, "expected 64 lowercase hex characters")
+            expected = "expected 64 lowercase hex characters"
+            raise invalid(".metadata_sha256", "metadata_sha256", self.metadata_sha256, expected)
 
     @classmethod
     def from_dict(cls, raw: Any) -> VariantSigner:

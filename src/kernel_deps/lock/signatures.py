@@ -52,7 +52,8 @@ def variant_signer(
                                         "no metadata.json.sigstore")  # fmt: skip
         return None, None
     if metadata is None:
-        return None, VariantRefusal(repo_id, variant, "invalid", "the metadata.json its bundle signs", "no metadata.json")
+        expected = "the metadata.json its bundle signs"
+        return None, VariantRefusal(repo_id, variant, "invalid", expected, "no metadata.json")
     from kernel_deps.lock.bundles import BundleError, TrustedRootError, verify_bundle
 
     allowed = (policy.identities, policy.kernel_identities.get(repo_id, ()))
@@ -105,7 +106,9 @@ def listing_digest_problems(
 
 
 def _digest_refusal(repo_id: str, variant: str, mismatch: digests.Mismatch) -> VariantRefusal:
-    expected = f"{mismatch.path} = {mismatch.expected}" if mismatch.expected else f"no {mismatch.path} (not in the digest)"
+    expected = f"{mismatch.path} = {mismatch.expected}"
+    if not mismatch.expected:
+        expected = f"no {mismatch.path} (not in the digest)"
     found = f"{mismatch.got}" if mismatch.got else "no such file"
     return VariantRefusal(repo_id, variant, "digest", expected, found)
 

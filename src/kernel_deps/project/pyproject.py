@@ -212,7 +212,8 @@ def signature_policy_from_table(
     for repo_id, value in ((kernels or {}).get("dependencies") or {}).items():
         if isinstance(value, dict) and "identities" in value:
             path = (*_PATH, repo_id, "identities")
-            narrowed[repo_id] = _identities(value["identities"], text, source, path, f"{TABLE} {show_toml(repo_id)}.identities")
+            name = f"{TABLE} {show_toml(repo_id)}.identities"
+            narrowed[repo_id] = _identities(value["identities"], text, source, path, name)
             if not narrowed[repo_id]:
                 line = _line_of(text, path, value["identities"])
                 raise pyproject_error(
@@ -220,7 +221,9 @@ def signature_policy_from_table(
                     f"signers allowed for this kernel, like identities = [{IDENTITY_EXAMPLE}], or leave the key out"
                 )
     trusted_root = (Path(project_dir) / root) if root is not None else None
-    return SignaturePolicy(trusted_root=trusted_root, require=require, identities=identities, kernel_identities=narrowed)
+    return SignaturePolicy(
+        trusted_root=trusted_root, require=require, identities=identities, kernel_identities=narrowed
+    )
 
 
 def _where(text: str, source: str, key: str, value: object) -> str:
