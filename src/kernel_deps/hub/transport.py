@@ -123,7 +123,7 @@ def _redact_hub_logs(secrets: set[str]) -> None:
     filter sees only records logged to it, a handler's those that reach it)."""
     _LOG_FILTER.secrets |= {secret for secret in secrets if secret}
     manager = logging.Logger.manager
-    names = [name for name in list(manager.loggerDict) if name == "huggingface_hub" or name.startswith("huggingface_hub.")]
+    names = [name for name in list(manager.loggerDict) if name.split(".")[0] == "huggingface_hub"]
     for name in names:
         logger = logging.getLogger(name)
         for target in (logger, *logger.handlers):
