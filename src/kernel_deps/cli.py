@@ -501,6 +501,52 @@ def download(
         sys.exit(1)
 
 
+@main.command("to-wheel")
+@click.argument("source", default=".", metavar="[PROJECT_DIR | ORG/NAME@REVISION]")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="The folder the wheels and requirements.txt go into (created).")
+@click.option("--all-variants", is_flag=True, help="A wheel of every locked variant, not just this machine's.")
+@_target_options(
+    "A wheel of the build serving this deployment target (repeatable); one requirements file per target.",
+    "As --target, for every target [tool.kernels] declares.",
+)
+@click.option("--trust", "trusted", multiple=True, metavar="ORG[/NAME]",
+              help="With ORG/NAME@REVISION: allow this publisher (or repo) besides those the Hub trusts.")
+@_JSON_OPTION
+@_QUIET_OPTION
+def to_wheel(
+    source: str,
+    output: Path,
+    all_variants: bool,
+    targets: tuple[str, ...],
+    all_targets: bool,
+    trusted: tuple[str, ...],
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Write the locked kernels as wheels (verified bytes only) and a hash-pinned requirements.txt."""
+    from kernel_deps.commands.to_wheel import wheels_from_kernel, wheels_from_project
+
+    progress = _download_progress(_quiet(), lines=False)
+    if "@" in source and not Path(source).is_dir():
+        if all_targets:
+            raise UsageError("--all-targets reads a project's targets; with ORG/NAME@REVISION pass --target NAME")
+        report = wheels_from_kernel(source, output, trusted=trusted, all_variants=all_variants, targets=targets,
+                                    progress=progress)  # fmt: skip
+    else:
+        if trusted:
+            raise UsageError("--trust is for ORG/NAME@REVISION; a project's publishers are in [tool.kernels.trust]")
+        report = wheels_from_project(Path(source), output, all_variants=all_variants, targets=targets,
+                                     all_targets=all_targets, progress=progress)  # fmt: skip
+    if as_json:
+        _echo_json(report.to_json())
+    elif not _quiet():
+        for wheel in report.wheels:
+            click.echo(f"{wheel.spec.repo_id} {wheel.spec.variant}: {wheel.path.name}")
+        pinned = ", ".join(str(r.path) for r in report.requirements)
+        click.echo(f"Wrote {len(report.wheels)} wheels to {report.output}" + (f"; pinned in {pinned}" if pinned else ""))
+
+
 # -- kernels verify ---------------------------------------------------------------------
 
 

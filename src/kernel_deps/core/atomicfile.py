@@ -36,13 +36,22 @@ from pathlib import Path
 from kernel_deps.core import jsondoc
 from kernel_deps.core.errors import EditJournalError, FileWriteError
 
-__all__ = ["finish_pending", "write_text", "write_text_if_changed", "write_together"]
+__all__ = ["finish_pending", "write_bytes", "write_text", "write_text_if_changed", "write_together"]
 
 
 def write_text(path: Path, text: str) -> None:
     """Replace ``path`` with UTF-8 ``text`` atomically; FileWriteError when it cannot be written."""
     try:
         _replace(Path(os.path.realpath(path)), text.encode("utf-8"))  # through a symlink, at its target
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise FileWriteError(f"{path}: cannot write ({reason}); check the folder's permissions and free space") from None
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically; FileWriteError when it cannot be written."""
+    try:
+        _replace(Path(os.path.realpath(path)), data)
     except OSError as exc:
         reason = exc.strerror or exc
         raise FileWriteError(f"{path}: cannot write ({reason}); check the folder's permissions and free space") from None
