@@ -571,7 +571,7 @@ def verify(
     quiet: bool,
 ) -> None:
     """Check that pyproject.toml, kernels.lock and the cache agree (no network unless --online)."""
-    from kernel_deps.commands.verify import FILE_KINDS, verify_project
+    from kernel_deps.commands.verify import FILE_KINDS, WHEEL_KINDS, verify_project
 
     report = verify_project(
         project_dir, online=online, require_cached=require_cached, targets=targets, all_targets=all_targets
@@ -593,11 +593,15 @@ def verify(
             click.echo(f"{count} problem{'s' if count != 1 else ''} found")
             if any(p.kind in FILE_KINDS for p in report.problems):
                 click.echo(f"{_colour('hint:', fg='cyan')} the cache differs from kernels.lock; run 'kernels download' to replace what differs")
+            if any(p.kind in WHEEL_KINDS for p in report.problems):
+                click.echo(f"{_colour('hint:', fg='cyan')} an installed kernel wheel differs from kernels.lock; reinstall "
+                           "the wheels 'kernels to-wheel' writes from this lock")
         else:
             hub = "; every locked commit, tag and branch checked on the Hub" if report.online else ""
+            wheels = f", {len(report.wheels)} installed kernel wheels verified" if report.wheels else ""
             click.echo(
                 f"kernels.lock, pyproject.toml and the cache agree "
-                f"({report.kernels} kernels, {len(report.verified)} cached variants verified){hub}"
+                f"({report.kernels} kernels, {len(report.verified)} cached variants verified{wheels}){hub}"
             )
     if not report.ok:
         sys.exit(1)

@@ -65,9 +65,15 @@ def installed_wheels(repo_id: str) -> list[InstalledWheel]:
 def find_installed(repo_id: str, commit: str, variant: str) -> InstalledWheel | None:
     """The first installed wheel of ``repo_id`` whose record names ``commit`` and ``variant``."""
     for wheel in installed_wheels(repo_id):
-        if wheel.commit == commit and wheel.variant == variant:
+        if wheel.problem is None and wheel.commit == commit and wheel.variant == variant:
             return wheel
     return None
+
+
+def unusable_wheels(repo_id: str) -> list[str]:
+    """One line per installed wheel of ``repo_id`` whose record cannot be trusted, saying why."""
+    return [f"{wheel.label}: {KERNEL_RECORD_NAME} {wheel.problem}" for wheel in installed_wheels(repo_id)
+            if wheel.problem is not None]  # fmt: skip
 
 
 def check_installed(wheel: InstalledWheel, expected_hash: str) -> VariantCheck:
@@ -78,7 +84,7 @@ def check_installed(wheel: InstalledWheel, expected_hash: str) -> VariantCheck:
                             actual_hash, tuple(problems), actual)  # fmt: skip
 
     if wheel.problem is not None:
-        return result([FileProblem("hash-mismatch", KERNEL_RECORD_NAME, None, wheel.problem)], {}, None)
+        return result([FileProblem("modified", KERNEL_RECORD_NAME, None, wheel.problem)], {}, None)
     recorded = variant_hash(wheel.files.items())
     if recorded != expected_hash:
         return result([FileProblem("hash-mismatch", KERNEL_RECORD_NAME, expected_hash, recorded)], {}, recorded)
@@ -115,31 +121,31 @@ def _read(dist: importlib.metadata.Distribution, repo_id: str, folder: Path) -> 
     name = distribution_name(repo_id)
 
     def bad(problem: str) -> InstalledWheel:
-        return InstalledWheel(name, version, repo_id, "", "", "", folder, {}, f"{KERNEL_RECORD_NAME}: {problem}")
+        return InstalledWheel(name, version, repo_id, "", "", "", folder, {}, problem)
 
     try:
         text = dist.read_text(KERNEL_RECORD_NAME)
     except (OSError, UnicodeDecodeError) as exc:
         return bad(f"cannot be read ({exc})")
     if text is None:
-        return bad("absent: not a wheel kernels to-wheel wrote")
+        return bad("is absent: not a wheel kernels to-wheel wrote")
     try:
         record = jsondoc.loads(text, no_duplicate_keys=True)
     except ValueError as exc:
-        return bad(f"not a JSON document ({exc})")
+        return bad(f"is not a JSON document ({exc})")
     if not isinstance(record, dict) or record.get("schema_version") != KERNEL_RECORD_SCHEMA:
-        return bad(f"expected an object with schema_version {KERNEL_RECORD_SCHEMA}")
+        return bad(f"is not an object with schema_version {KERNEL_RECORD_SCHEMA}")
     fields = {key: record.get(key) for key in ("repo_id", "commit", "variant", "hash")}
     if not all(isinstance(value, str) for value in fields.values()):
-        return bad("repo_id, commit, variant and hash must be strings")
+        return bad("has a repo_id, commit, variant or hash that is not a string")
     if fields["repo_id"] != repo_id:
         return bad(f"names {fields['repo_id']!r}, not {repo_id!r}")
     files = record.get("files")
     if not isinstance(files, dict) or not files or len(files) > _MAX_FILES:
-        return bad("files must be an object of relative path -> content hash")
+        return bad("has no files object of relative path -> content hash")
     for rel, digest in files.items():
         if not isinstance(digest, str) or not _HASH.fullmatch(digest):
-            return bad(f"files[{rel!r}]: expected a git blob SHA-1 or an SHA-256 in hex")
+            return bad(f"files[{rel!r}] is not a git blob SHA-1 or an SHA-256 in hex")
         if _unsafe(rel):
             return bad(f"files: {rel!r} is not a safe relative path")
     return InstalledWheel(name, version, repo_id, fields["commit"], fields["variant"], fields["hash"], folder,

@@ -397,9 +397,12 @@ def _verified_variant(lock: Lockfile, kernel: LockedKernel, variant: str, *, all
             download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [])
             check = _check(kernel, variant, expected)
     if not check.present:
+        from kernel_deps.cache.installed import unusable_wheels
+
+        unusable = "".join(f"; not used: {line}" for line in unusable_wheels(kernel.repo_id))
         raise KernelNotCachedError(
             f"{kernel.repo_id} {variant} at {kernel.sha[:12]} is not in the cache ({cache.cache_root()}); "
-            "run 'kernels download' for this project first"
+            f"run 'kernels download' for this project first{unusable}"
         )
     if not check.ok:
         details = "; ".join(_describe(p) for p in check.problems)
