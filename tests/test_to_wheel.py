@@ -282,3 +282,27 @@ def test_bad_options_are_one_line_exit_2_and_nothing_written(hub_env, tmp_path, 
     result = run_kernels("to-wheel", str(project), "-o", str(wheels), *args)
     assert result.returncode == 2 and message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not wheels.exists()
+
+
+def test_an_output_that_is_a_file_is_bad_input_and_nothing_is_fetched(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", {"kernels-test/activation": "==1.2.0"}, locked=True)
+    output = tmp_path / "wheels"
+    output.write_text("not a folder\n")
+    result = run_kernels("to-wheel", str(project), "-o", str(output))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"error: -o {output}: is not a folder; pass the folder the wheels go into"
+    assert not list((tmp_path / "hf-cache").rglob("snapshots"))  # nothing downloaded
+
+
+def test_all_variants_writes_every_locked_build_and_no_requirements_file(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", {"kernels-test/activation": "==1.2.0"}, locked=True)
+    wheels = tmp_path / "wheels"
+    result = run_kernels("to-wheel", str(project), "-o", str(wheels), "--all-variants", "--json")
+    assert result.returncode == 0, result.stderr
+    report = validated(result, "to-wheel")
+    locked = read_lock(project / "kernels.lock", purpose="use").lock.get("kernels-test/activation")
+    assert sorted(w["variant"] for w in report["wheels"]) == sorted(locked.variants)
+    assert report["requirements"] == [] and sorted(p.name for p in wheels.iterdir()) == sorted(
+        w["file"] for w in report["wheels"]
+    )
+    assert "Wrote 4 wheels to" in run_kernels("to-wheel", str(project), "-o", str(wheels), "--all-variants").stdout

@@ -503,7 +503,7 @@ def download(
 
 @main.command("to-wheel")
 @click.argument("source", default=".", metavar="[PROJECT_DIR | ORG/NAME@REVISION]")
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+@click.option("--output", "-o", required=True, type=click.Path(path_type=Path), metavar="DIR",
               help="The folder the wheels and requirements.txt go into (created).")
 @click.option("--all-variants", is_flag=True, help="A wheel of every locked variant, not just this machine's.")
 @_target_options(

@@ -4,8 +4,9 @@ The rules (docs/wheels.md says why):
 
 - distribution name: the repo id, ``/`` as ``-``, normalized as PEP 503 does
   (``kernels-community/activation`` -> ``kernels-community-activation``); the import name
-  is the same with ``_`` (``kernels_community_activation``), so two organizations'
-  kernels of one name never share a folder in ``site-packages``;
+  is the same with ``_`` (``kernels_community_activation``; ``_`` first when it would start
+  with a digit), so two organizations' kernels of one name never share a folder in
+  ``site-packages``;
 - version: the locked tag's version (``v1.2.0`` -> ``1.2.0``); a ``vN`` branch gives ``N``
   and any other pin ``0``, both with ``g<commit>`` in the local label, since the public
   version does not tell their commits apart;
@@ -59,8 +60,10 @@ def distribution_name(repo_id: str) -> str:
 
 
 def import_name(repo_id: str) -> str:
-    """The package a repo's kernel wheel installs: its distribution name with ``_``."""
-    return distribution_name(repo_id).replace("-", "_")
+    """The package a repo's kernel wheel installs: its distribution name with ``_``, and a
+    leading ``_`` when that starts with a digit (``1org/x`` -> ``_1org_x``), so it imports."""
+    name = distribution_name(repo_id).replace("-", "_")
+    return f"_{name}" if name[:1].isdigit() else name
 
 
 def public_version(locked_version: str | None, commit: str) -> str:
@@ -154,11 +157,11 @@ class WheelSpec:
     @property
     def filename(self) -> str:
         """``<name>-<version>-<python>-<abi>-<platform>.whl`` (the name with ``_``, as wheels spell it)."""
-        return f"{self.package}-{self.version}-{self.tag}.whl"
+        return f"{self.distribution.replace('-', '_')}-{self.version}-{self.tag}.whl"
 
     @property
     def dist_info(self) -> str:
-        return f"{self.package}-{self.version}.dist-info"
+        return f"{self.distribution.replace('-', '_')}-{self.version}.dist-info"
 
 
 def wheel_spec(
