@@ -248,6 +248,10 @@ def test_several_targets_get_one_requirements_file_each(hub_env, tmp_path) -> No
     report = validated(result, "to-wheel")
     assert sorted(r["file"] for r in report["requirements"]) == sorted(f"requirements-{t}.txt" for t in targets)
     assert not (wheels / "requirements.txt").exists()
+    for target in targets:
+        text = (wheels / f"requirements-{target}.txt").read_text()
+        assert f"for the deployment target {target}" in text and f"-r requirements-{target}.txt" in text
+        assert text.count("--hash=sha256:") == 1
 
 
 def test_a_kernel_outside_any_project_gets_its_wheels(img2gray_hub, hub_env, tmp_path) -> None:

@@ -202,17 +202,17 @@ def write_wheels(
     requirements = []
     for target, wheels in sets:
         name = REQUIREMENTS_NAME if len(sets) == 1 else f"requirements-{target}.txt"
-        atomicfile.write_text(output / name, requirements_text(wheels, target))
+        atomicfile.write_text(output / name, requirements_text(wheels, target, name))
         requirements.append(RequirementsFile(output / name, target, tuple(w.path.name for w in wheels)))
     return ToWheelReport(output, source, tuple(written.values()), tuple(requirements), download)
 
 
-def requirements_text(wheels: Sequence[WrittenWheel], target: str | None) -> str:
+def requirements_text(wheels: Sequence[WrittenWheel], target: str | None, name: str = REQUIREMENTS_NAME) -> str:
     """A pip requirements file pinning each wheel by version and SHA-256, sorted by name."""
     machine = f"the deployment target {target}" if target else "the machine they were written on"
     lines = [
-        f"# Kernel wheels for {machine}, written by kernels to-wheel from kernels.lock.",
-        "# pip install --require-hashes --no-deps -r requirements.txt (torch comes from your own index or image)",
+        f"# Kernel wheels for {machine}, written by kernels to-wheel.",
+        f"# pip install --require-hashes --no-deps -r {name} (torch comes from your own index or image)",
     ]
     for wheel in sorted(wheels, key=lambda w: w.spec.distribution):
         lines.append(f"{wheel.spec.distribution}=={wheel.spec.version} \\\n    --hash=sha256:{wheel.sha256}")
