@@ -49,7 +49,8 @@ def site(cached, tmp_path) -> tuple[Path, Path]:
 
 def load(project: Path, target: Path, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KERNELS_"))}
-    env.update(HF_HUB_OFFLINE="1", KERNELS_CACHE=str(tmp_path / "empty"), PYTHONPATH=os.pathsep.join([str(SRC), str(target)]))
+    env.update(HF_HUB_OFFLINE="1", KERNELS_CACHE=str(tmp_path / "empty"),
+               PYTHONPATH=os.pathsep.join([str(SRC), str(target)]))  # fmt: skip
     return subprocess.run([sys.executable, "-c", LOAD, str(project / "kernels.lock")], env=env, capture_output=True,
                           text=True, cwd=tmp_path)  # fmt: skip
 
@@ -78,8 +79,10 @@ def rewrite(target: Path, change) -> None:
     [
         ("{not json", "is not a JSON document"),
         ('{"schema_version": 1, "schema_version": 1}', "is not a JSON document (has the key 'schema_version' twice"),
-        (lambda r: json.dumps({**r, "files": {**r["files"], "../../evil.py": "0" * 40}}), "files: '../../evil.py' is not a safe"),
-        (lambda r: json.dumps({**r, "files": {"startup/__init__.py": "zz"}}), "files['startup/__init__.py'] is not a git blob"),
+        (lambda r: json.dumps({**r, "files": {**r["files"], "../../evil.py": "0" * 40}}),
+         "files: '../../evil.py' is not a safe"),
+        (lambda r: json.dumps({**r, "files": {"startup/__init__.py": "zz"}}),
+         "files['startup/__init__.py'] is not a git blob"),
         (lambda r: json.dumps({**r, "repo_id": "kernels-test/other"}), "names 'kernels-test/other'"),
         (lambda r: json.dumps([r]), "is not an object with schema_version 1"),
     ],
@@ -89,7 +92,8 @@ def test_a_hostile_record_is_never_trusted_and_is_named(site, tmp_path, change, 
     rewrite(target, change)
     result = load(project, target, tmp_path)
     assert result.returncode == 1
-    assert "is not in the cache" in result.stderr and "not used: the installed wheel kernels-test-startup" in result.stderr
+    assert "is not in the cache" in result.stderr
+    assert "not used: the installed wheel kernels-test-startup" in result.stderr
     assert f"kernel_deps.json {reason}" in result.stderr and "Traceback" not in result.stderr
 
 
@@ -98,7 +102,8 @@ def test_a_record_whose_files_do_not_hash_to_the_lock_is_refused(site, tmp_path)
     (target / PACKAGE / "startup" / "_ops.py").write_text("OPS = ('planted',)\n")
     from kernel_deps.core.hashing import git_blob_id
 
-    rewrite(target, lambda r: json.dumps({**r, "files": {**r["files"], "startup/_ops.py": git_blob_id(b"OPS = ('planted',)\n")}}))
+    planted = git_blob_id(b"OPS = ('planted',)\n")
+    rewrite(target, lambda r: json.dumps({**r, "files": {**r["files"], "startup/_ops.py": planted}}))
     result = load(project, target, tmp_path)
     assert result.returncode == 1
     assert "refusing to load kernels-test/startup torch-universal" in result.stderr
@@ -149,7 +154,8 @@ def test_verify_names_each_installed_file_that_differs(site, monkeypatch) -> Non
     assert problems == {("wheel-modified", "startup/_ops.py"), ("wheel-extra", "startup/extra.py")}
     text = run_kernels("verify", str(project))
     assert "the installed wheel kernels-test-startup 1.0.0 (" in text.stdout
-    assert "startup/_ops.py was modified" in text.stdout and "reinstall the wheels 'kernels to-wheel' writes" in text.stdout
+    assert "startup/_ops.py was modified" in text.stdout
+    assert "reinstall the wheels 'kernels to-wheel' writes" in text.stdout
 
 
 def test_verify_flags_an_installed_wheel_of_a_commit_the_lock_does_not_pin(site, monkeypatch) -> None:

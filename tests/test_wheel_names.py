@@ -46,14 +46,18 @@ PURE = ["__init__.py", "layers/__init__.py"]
         (CUDA_VARIANT, "v1.2.0", PURE, "1.2.0+torch213.cxx11.cu128", "py3-none-manylinux_2_28_x86_64", "torch==2.13.*"),
         (UNIVERSAL_VARIANT, "v1.0.0", PURE, "1.0.0", "py3-none-any", "torch"),
         ("torch-cuda", "v1.0.0", PURE, "1.0.0+cuda", "py3-none-any", "torch"),
-        ("tvm-ffi01-cu128-x86_64-linux", "v1.0.0", SO, "1.0.0+tvm.ffi01.cu128", "cp39-abi3-manylinux_2_28_x86_64", None),
+        ("tvm-ffi01-cu128-x86_64-linux", "v1.0.0", SO, "1.0.0+tvm.ffi01.cu128", "cp39-abi3-manylinux_2_28_x86_64",
+         None),
         # A major branch, a pin by commit: the commit in the local label tells builds apart.
-        (CPU_VARIANT, "v1", SO, "1+g0a1b2c3d4e5f.torch213.cxx11.cpu", "cp39-abi3-manylinux_2_28_x86_64", "torch==2.13.*"),
+        (CPU_VARIANT, "v1", SO, "1+g0a1b2c3d4e5f.torch213.cxx11.cpu", "cp39-abi3-manylinux_2_28_x86_64",
+         "torch==2.13.*"),
         (UNIVERSAL_VARIANT, None, PURE, "0+g0a1b2c3d4e5f", "py3-none-any", "torch"),
         (UNIVERSAL_VARIANT, "v1.3.0rc1", PURE, "1.3.0rc1", "py3-none-any", "torch"),
     ],
 )
-def test_each_variant_gets_a_name_pip_parses_with_its_version_and_tags(variant, locked, paths, version, tag, torch) -> None:
+def test_each_variant_gets_a_name_pip_parses_with_its_version_and_tags(
+    variant, locked, paths, version, tag, torch
+) -> None:
     spec = wheel_spec("Kernels-Community/Activation_Fast", COMMIT, locked, variant, "sha256-" + "0" * 64, paths)
     name, parsed_version, build, tags = parse_wheel_filename(spec.filename)
     assert name == spec.distribution == "kernels-community-activation-fast" == canonicalize_name(spec.distribution)
@@ -65,8 +69,8 @@ def test_each_variant_gets_a_name_pip_parses_with_its_version_and_tags(variant, 
 
 
 def test_every_variant_of_one_kernel_version_gets_a_file_of_its_own() -> None:
-    variants = [CUDA_VARIANT, CPU_VARIANT, METAL_VARIANT, STABLE_ABI_VARIANT, UNIVERSAL_VARIANT, "torch-cuda", "torch-cpu",
-                "torch213-cxx98-cu128-x86_64-linux", "torch213-cxx11-cu130-x86_64-linux",
+    variants = [CUDA_VARIANT, CPU_VARIANT, METAL_VARIANT, STABLE_ABI_VARIANT, UNIVERSAL_VARIANT, "torch-cuda",
+                "torch-cpu", "torch213-cxx98-cu128-x86_64-linux", "torch213-cxx11-cu130-x86_64-linux",
                 "torch212-cxx11-cu128-x86_64-linux", "torch213-cxx11-cu128-aarch64-linux",
                 "torch-stable-abi210-cu128-x86_64-linux"]  # fmt: skip
     names = {wheel_spec("org/k", COMMIT, "v1.2.0", v, "sha256-" + "0" * 64, SO).filename for v in variants}

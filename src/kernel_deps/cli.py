@@ -544,7 +544,8 @@ def to_wheel(
         for wheel in report.wheels:
             click.echo(f"{wheel.spec.repo_id} {wheel.spec.variant}: {wheel.path.name}")
         pinned = ", ".join(str(r.path) for r in report.requirements)
-        click.echo(f"Wrote {len(report.wheels)} wheels to {report.output}" + (f"; pinned in {pinned}" if pinned else ""))
+        pinned_in = f"; pinned in {pinned}" if pinned else ""
+        click.echo(f"Wrote {len(report.wheels)} wheels to {report.output}{pinned_in}")
 
 
 # -- kernels verify ---------------------------------------------------------------------
@@ -594,8 +595,9 @@ def verify(
             if any(p.kind in FILE_KINDS for p in report.problems):
                 click.echo(f"{_colour('hint:', fg='cyan')} the cache differs from kernels.lock; run 'kernels download' to replace what differs")
             if any(p.kind in WHEEL_KINDS for p in report.problems):
-                click.echo(f"{_colour('hint:', fg='cyan')} an installed kernel wheel differs from kernels.lock; reinstall "
-                           "the wheels 'kernels to-wheel' writes from this lock")
+                hint = _colour("hint:", fg="cyan")
+                click.echo(f"{hint} an installed kernel wheel differs from kernels.lock; reinstall "
+                           "the wheels 'kernels to-wheel' writes from this lock")  # fmt: skip
         else:
             hub = "; every locked commit, tag and branch checked on the Hub" if report.online else ""
             wheels = f", {len(report.wheels)} installed kernel wheels verified" if report.wheels else ""

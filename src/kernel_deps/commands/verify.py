@@ -116,9 +116,10 @@ class VerifyReport:
                 for c in self.verified
             ],
             "wheels": [
-                {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash, "path": str(c.path)}
+                {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash,
+                 "path": str(c.path)}
                 for c in self.wheels if c.ok
-            ],
+            ],  # fmt: skip
         }
 
 
@@ -242,13 +243,14 @@ def check_wheels(lock: Lockfile) -> tuple[list[Problem], list[cache.VariantCheck
     for kernel in lock.kernels:
         for wheel in installed_wheels(kernel.repo_id):
             if wheel.problem is not None:
-                message = f"{kernel.repo_id}: {wheel.label}: kernel_deps.json {wheel.problem}; the loader does not use it"
+                message = f"{kernel.repo_id}: {wheel.label}: kernel_deps.json {wheel.problem}; the loader skips it"
                 problems.append(Problem("wheel-record", kernel.repo_id, None, str(wheel.folder), message))
                 continue
             where = f"{kernel.repo_id} {wheel.variant}: {wheel.label}"
             if wheel.commit != kernel.sha or wheel.variant not in kernel.variants:
                 message = (f"{where} holds commit {wheel.commit[:12]}, not a variant kernels.lock pins at "
-                           f"{kernel.sha[:12]}; install the wheels 'kernels to-wheel' writes from this lock")  # fmt: skip
+                           f"{kernel.sha[:12]}; install the wheels 'kernels to-wheel' writes from this "
+                           "lock")  # fmt: skip
                 problems.append(Problem("wheel-not-locked", kernel.repo_id, wheel.variant, str(wheel.folder), message,
                                         kernel.sha, wheel.commit))  # fmt: skip
                 continue
@@ -263,7 +265,8 @@ def check_wheels(lock: Lockfile) -> tuple[list[Problem], list[cache.VariantCheck
                 text = _FILE_MESSAGES[found.kind].format(path=found.path, got=found.got)
                 if found.kind == "hash-mismatch":
                     text = "its kernel_deps.json records files that hash to a different value than kernels.lock records"
-                message = f"{where}: {text}; reinstall it (pip install --force-reinstall --require-hashes -r requirements.txt)"
+                reinstall = "pip install --force-reinstall --require-hashes -r requirements.txt"
+                message = f"{where}: {text}; reinstall it ({reinstall})"
                 problems.append(Problem(f"wheel-{found.kind}", kernel.repo_id, wheel.variant, found.path, message,
                                         found.expected, found.got))  # fmt: skip
     return problems, checked

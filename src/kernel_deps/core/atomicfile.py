@@ -54,7 +54,8 @@ def write_bytes(path: Path, data: bytes) -> None:
         _replace(Path(os.path.realpath(path)), data)
     except OSError as exc:
         reason = exc.strerror or exc
-        raise FileWriteError(f"{path}: cannot write ({reason}); check the folder's permissions and free space") from None
+        raise FileWriteError(f"{path}: cannot write ({reason}); check the folder's permissions and free "
+                             "space") from None  # fmt: skip
 
 
 def write_text_if_changed(path: Path, text: str) -> bool:
