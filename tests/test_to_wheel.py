@@ -310,3 +310,62 @@ def test_all_variants_writes_every_locked_build_and_no_requirements_file(hub_env
         w["file"] for w in report["wheels"]
     )
     assert "Wrote 4 wheels to" in run_kernels("to-wheel", str(project), "-o", str(wheels), "--all-variants").stdout
+
+
+@pytest.mark.cuda
+def test_a_cuda_build_as_a_wheel_is_installed_by_pip_and_loaded_on_the_gpu(tmp_path, monkeypatch) -> None:
+    # The CUDA variant compiled on this machine, placed in the cache as kernels download places it.
+    import hashlib
+
+    import torch
+
+    from kernel_deps.cache import store as cache
+    from kernel_deps.core.hashing import git_blob_id
+    from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock, write_lockfile
+    from tests.fixtures.img2gray_kernel import build_cuda_variant, variant_name
+    from tests.fixtures.package_index import pip_env
+
+    if not torch.cuda.is_available() or torch.version.cuda is None:
+        pytest.fail("--cuda asks for the CUDA tests, but torch sees no CUDA device", pytrace=False)
+    files, variant = build_cuda_variant("1.1.0"), variant_name("cuda")
+    root = tmp_path / "cache"
+    monkeypatch.setenv("KERNELS_CACHE", str(root))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    repo = cache.repo_dir(REPO_ID, root=root)
+    names = {}
+    for rel, data in files.items():
+        names[rel] = hashlib.sha256(data).hexdigest() if rel.endswith(".so") else git_blob_id(data)  # .so in LFS
+        cache.blob_path(repo, names[rel]).parent.mkdir(parents=True, exist_ok=True)
+        cache.blob_path(repo, names[rel]).write_bytes(data)
+    commit = "c0ffee" + "0" * 34
+    cache.place_variant(repo, commit, variant, names)
+    locked = {variant: VariantLock(hash=variant_hash(names.items()))}
+    kernel = LockedKernel(repo_id=REPO_ID, sha=commit, variants=locked, version="v1.1.0", requirement=">=1")
+    project = write_project(tmp_path / "app", {REPO_ID: ">=1"})
+    write_lockfile(project / "kernels.lock", Lockfile(kernels=(kernel,)))
+
+    wheels = tmp_path / "wheels"
+    result = run_kernels("to-wheel", str(project), "-o", str(wheels))
+    assert result.returncode == 0, result.stderr
+    (wheel,) = wheels.glob("*.whl")
+    cuda = "cu" + "".join(torch.version.cuda.split(".")[:2])
+    assert parse_wheel_filename(wheel.name)[1].local.endswith(f".{cuda}")  # the CUDA version is in the version
+    target = tmp_path / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--require-hashes", "--no-deps", "--no-index",
+                          "--find-links", str(wheels), "--target", str(target), "-r", str(wheels / "requirements.txt")],
+                         env=pip_env(tmp_path), capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    shutil.rmtree(root)
+    probe = (
+        "import torch; from kernel_deps import load_kernel\n"
+        "from tests.fixtures.img2gray_kernel import reference_img2gray\n"
+        f"k = load_kernel({REPO_ID!r}, lockfile={str(project / 'kernels.lock')!r})\n"
+        "x = torch.randint(0, 256, (480, 640, 3), dtype=torch.uint8, device='cuda')\n"
+        "y = k.img2gray(x); torch.cuda.synchronize()\n"
+        "print(y.device.type, torch.equal(y.cpu(), reference_img2gray(x.cpu())), k.__kernel_origin__.path)\n"
+    )
+    env = app_env(tmp_path, target)
+    env["PYTHONPATH"] += os.pathsep + str(ROOT)
+    shown = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ["cuda", "True", str(target / IMPORT_NAME)]
