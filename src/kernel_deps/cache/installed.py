@@ -13,16 +13,20 @@ the same :class:`~kernel_deps.cache.store.VariantCheck`, for the loader's verifi
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernel_deps.cache.store import FileProblem, VariantCheck, content_hash_of, hash_kind
 from kernel_deps.core import jsondoc
 from kernel_deps.core.hashing import is_hashed_path, variant_hash
 from kernel_deps.core.wheels import KERNEL_RECORD_NAME, KERNEL_RECORD_SCHEMA, distribution_name, import_name
+
+if TYPE_CHECKING:  # imported only once a .dist-info of the name is on sys.path: it costs tens of ms
+    import importlib.metadata
 
 _HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _MAX_FILES = 100_000
@@ -51,6 +55,10 @@ def installed_wheels(repo_id: str) -> list[InstalledWheel]:
     """Every installed kernel wheel of ``repo_id`` on ``sys.path``, in path order; a record
     that cannot be read is returned with its ``problem``."""
     name = distribution_name(repo_id)
+    if not _on_path(name):
+        return []
+    import importlib.metadata
+
     found: list[InstalledWheel] = []
     seen: set[Path] = set()
     for dist in importlib.metadata.distributions(name=name):
@@ -150,6 +158,21 @@ def _read(dist: importlib.metadata.Distribution, repo_id: str, folder: Path) -> 
             return bad(f"files: {rel!r} is not a safe relative path")
     return InstalledWheel(name, version, repo_id, fields["commit"], fields["variant"], fields["hash"], folder,
                           dict(files))  # fmt: skip
+
+
+def _on_path(name: str) -> bool:
+    """Whether a folder on ``sys.path`` holds a ``.dist-info`` of distribution ``name`` (by
+    importlib.metadata's rule: the part before the first ``-``, normalized)."""
+    wanted = name.replace("-", "_")
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for found in names:
+            if found.endswith(".dist-info") and re.sub(r"[-_.]+", "_", found.split("-", 1)[0]).lower() == wanted:
+                return True
+    return False
 
 
 def _unsafe(rel: str) -> bool:

@@ -30,12 +30,9 @@ the same bytes. Pure: the caller gives the files' bytes and writes the result.
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
 import json
 import re
-import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -208,6 +205,9 @@ def kernel_record(spec: WheelSpec, content_hashes: Mapping[str, str]) -> dict:
 def build_wheel(spec: WheelSpec, files: Mapping[str, bytes], content_hashes: Mapping[str, str]) -> bytes:
     """The wheel's bytes: ``files`` (paths relative to the variant) under the package folder,
     and the .dist-info; the same arguments give the same bytes."""
+    import io
+    import zipfile  # only for writing: the loader and verify read names and records alone
+
     entries: dict[str, bytes] = {f"{spec.package}/{rel}": data for rel, data in files.items()}
     info = spec.dist_info
     entries[f"{info}/METADATA"] = _metadata(spec).encode()
@@ -246,6 +246,8 @@ def _metadata(spec: WheelSpec) -> str:
 
 
 def _urlsafe_digest(data: bytes) -> str:
+    import base64
+
     return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
