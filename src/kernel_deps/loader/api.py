@@ -385,6 +385,10 @@ def _load(repo_id: str, source: LockSource, *, allow_download: bool, system: Sys
 def _verified_variant(lock: Lockfile, kernel: LockedKernel, variant: str, *, allow_download: bool) -> cache.VariantCheck:
     expected = kernel.variants[variant].hash
     check = _check(kernel, variant, expected)
+    if not check.present:
+        installed = _installed_wheel(kernel, variant, expected)
+        if installed is not None:
+            return installed
     if not check.present and allow_download:
         from kernel_deps.commands.download import download_lock
 
@@ -393,15 +397,42 @@ def _verified_variant(lock: Lockfile, kernel: LockedKernel, variant: str, *, all
             download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [])
             check = _check(kernel, variant, expected)
     if not check.present:
+        from kernel_deps.cache.installed import unusable_wheels
+
+        unusable = "".join(f"; not used: {line}" for line in unusable_wheels(kernel.repo_id))
         raise KernelNotCachedError(
             f"{kernel.repo_id} {variant} at {kernel.sha[:12]} is not in the cache ({cache.cache_root()}); "
-            "run 'kernels download' for this project first"
+            f"run 'kernels download' for this project first{unusable}"
         )
     if not check.ok:
         details = "; ".join(_describe(p) for p in check.problems)
         raise KernelIntegrityError(
             f"refusing to load {kernel.repo_id} {variant}: the cached files differ from kernels.lock: {details}; "
             "run 'kernels download' to repair the cache"
+        )
+    return check
+
+
+def _installed_wheel(kernel: LockedKernel, variant: str, expected: str) -> cache.VariantCheck | None:
+    """The check of an installed kernel wheel of this commit and variant (``kernels to-wheel``),
+    when one is installed; KernelIntegrityError naming each file that differs from the lock."""
+    from kernel_deps.cache.installed import check_installed, find_installed
+
+    wheel = find_installed(kernel.repo_id, kernel.sha, variant)
+    if wheel is None:
+        return None
+    try:
+        check = check_installed(wheel, expected)
+    except OSError as exc:
+        raise KernelCacheReadError(
+            f"{kernel.repo_id} {variant}: cannot read {exc.filename or wheel.folder} ({exc.strerror or exc}); "
+            f"check the permissions of {wheel.label}"
+        ) from None
+    if not check.ok:
+        details = "; ".join(_describe(p) for p in check.problems)
+        raise KernelIntegrityError(
+            f"refusing to load {kernel.repo_id} {variant}: {wheel.label} differs from kernels.lock: {details}; "
+            f"reinstall it (pip install --force-reinstall --require-hashes -r requirements.txt)"
         )
     return check
 
