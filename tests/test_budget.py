@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,8 +23,7 @@ from tests.fixtures.builder import CPU_VARIANT
 from tests.fixtures.downloads import add_repos, all_verified, snapshot_entries
 from tests.fixtures.projects import write_project
 from tests.fixtures.servers import SilentServer
-
-KERNELS = str(Path(sys.executable).with_name("kernels"))
+from tests.fixtures.processes import KERNELS
 
 
 def kernels(*args: str, env: dict[str, str], timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +19,7 @@ import pytest
 from kernel_deps.lock.read import read_lock
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
-
-KERNELS = str(Path(sys.executable).with_name("kernels"))
+from tests.fixtures.processes import KERNELS
 
 
 # -- kernels export -o -------------------------------------------------------------------

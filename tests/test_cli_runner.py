@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.fixtures.cli import run_kernels
-
-KERNELS = str(Path(sys.executable).with_name("kernels"))
+from tests.fixtures.processes import KERNELS
 
 
 @pytest.mark.parametrize("args", [("--version",), ("verify", "no-such-project"), ("no-such-command",)])

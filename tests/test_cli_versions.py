@@ -12,8 +12,8 @@ import pytest
 
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.localhub import free_port
+from tests.fixtures.processes import KERNELS
 
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 KERNEL_DEPS = str(Path(sys.executable).with_name("kernel-deps"))
 
 

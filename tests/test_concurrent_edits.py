@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 from filelock import FileLock
 
@@ -21,8 +19,8 @@ from kernel_deps.lock.read import read_lock
 from kernel_deps.project.pyproject import read_requirements
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
+from tests.fixtures.processes import KERNELS
 
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 ROTARY, ACTIVATION, NORM = "kernels-test/rotary", "kernels-test/activation", "kernels-test/norm-universal"
 WAITING = "waiting for another kernels command editing"
 

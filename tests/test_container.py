@@ -23,11 +23,11 @@ import pytest
 import torch
 
 from kernel_deps.lock.read import read_lock
+from tests.fixtures.processes import KERNELS
 
 pytestmark = pytest.mark.container
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 BASE_IMAGE = os.environ.get("BASE_IMAGE", "localhost/kernel-deps-test/bookworm-python:1")
 APP_IMAGE = "localhost/kernel-deps-test/grayscale-app:latest"
 CHECK_IMAGE = "localhost/kernel-deps-test/grayscale-app-check:latest"

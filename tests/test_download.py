@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,7 @@ from tests.fixtures.builder import (
 )
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
-
-KERNELS = str(Path(sys.executable).with_name("kernels"))
+from tests.fixtures.processes import KERNELS
 
 
 def kernels(*args: str, **env: str) -> CliResult:

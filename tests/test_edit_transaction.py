@@ -17,7 +17,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -30,10 +29,9 @@ from kernel_deps.core.errors import PendingEditError
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME, EDIT_LOCK_NAME
 from kernel_deps.project.pyproject import add_requirement, read_requirements
 from tests.fixtures.cli import run_kernels
-from tests.fixtures.processes import sigint_as_in_a_terminal
+from tests.fixtures.processes import KERNELS, sigint_as_in_a_terminal
 from tests.fixtures.projects import write_project
 
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 ROTARY, ADDED = "kernels-test/rotary", "kernels-test/activation"
 
 

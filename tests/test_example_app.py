@@ -11,9 +11,9 @@ from pathlib import Path
 from kernel_deps.core.system import detect_system
 from kernel_deps.core.variants import select_variant
 from kernel_deps.lock.read import read_lock
+from tests.fixtures.processes import KERNELS
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 
 
 def test_example_app_runs_offline_with_the_locked_kernel(img2gray_hub, hub_env, tmp_path) -> None:

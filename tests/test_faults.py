@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,8 +20,7 @@ from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.downloads import add_repos, all_verified, snapshot_entries
 from tests.fixtures.projects import write_project
-
-KERNELS = str(Path(sys.executable).with_name("kernels"))
+from tests.fixtures.processes import KERNELS
 
 
 def test_download_survives_5xx_resets_cut_bodies_and_stalls(hub_env, proxy, tmp_path) -> None:

@@ -5,18 +5,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from kernel_deps.cache import store as cache
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
-from tests.fixtures.processes import sigint_as_in_a_terminal
+from tests.fixtures.processes import KERNELS, sigint_as_in_a_terminal
 from tests.fixtures.projects import write_project
-
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 
 
 def interrupt(args: list[str], endpoint: str, *, after: float = 0.0, until=None) -> tuple[int, str, float]:

@@ -14,7 +14,6 @@ import os
 import pty
 import struct
 import subprocess
-import sys
 import termios
 from pathlib import Path
 
@@ -29,8 +28,8 @@ from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Releas
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project
 from tests.fixtures.schemas import SCHEMAS, load_schema, validated
+from tests.fixtures.processes import KERNELS
 
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 DEPS = '"kernels-test/layer-norm" = ">=0.2"\n"kernels-test/flash" = 1'
 
 

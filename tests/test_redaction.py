@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ from kernel_deps.core.errors import KernelDepsError, UsageError
 from tests.fixtures.cached_project import write_cached_project
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.localhub import free_port
+from tests.fixtures.processes import KERNELS
 from tests.fixtures.projects import write_project
 from tests.fixtures.servers import EchoHub, SilentServer
 
@@ -140,6 +143,25 @@ def test_a_password_with_an_unescaped_slash_is_not_quoted_as_a_port(hub_env) -> 
     assert result.stderr.startswith("error: HF_ENDPOINT='http://***@127.0.0.1:1': not a valid URL (the port")
     assert "s3" not in result.stderr and "cr3t" not in result.stderr, result.stderr
     assert "must be percent-encoded" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["lock", "download"])
+def test_huggingface_hub_debug_logs_hide_the_credentials(hub_env, tmp_path, monkeypatch, command) -> None:
+    """``HF_DEBUG=1`` makes huggingface_hub log each request's URL and a curl command for it:
+    those lines still show, with the endpoint's user-info and the token hidden."""
+    monkeypatch.setenv("KERNELS_CACHE", str(tmp_path / "cache"))
+    project = write_project(tmp_path / "app", {"kernels-test/activation": ">=1"})
+    env = {"HF_ENDPOINT": with_credentials(hub_env.url), "HF_TOKEN": TOKEN, "HF_DEBUG": "1"}
+    if command == "download":
+        assert run_kernels("lock", str(project), env={"HF_ENDPOINT": hub_env.url}).returncode == 0
+    # A real process: huggingface_hub reads HF_DEBUG when it is imported.
+    result = subprocess.run([KERNELS, command, str(project)], capture_output=True, text=True,
+                            env={**os.environ, **env}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    shown = result.stdout + result.stderr
+    assert "Send: curl -X GET" in shown and "GET http://***@127.0.0.1:" in shown, shown[:2000]
+    for secret in SECRETS:
+        assert secret not in shown, shown
 
 
 # -- the library API ----------------------------------------------------------------------

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,11 +16,11 @@ from kernel_deps.commands.lock import lock_project
 from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, STABLE_ABI_VARIANT, UNIVERSAL_VARIANT
 from tests.fixtures.cli import CliResult, run_kernels
+from tests.fixtures.processes import KERNELS
 from tests.fixtures.projects import write_project
 
 ACTIVATION, LAYER_NORM, UNIVERSAL = "kernels-test/activation", "kernels-test/layer-norm", "kernels-test/norm-universal"
 ROCM_TARGET = "torch213-cxx11-rocm71-x86_64-linux"
-KERNELS = str(Path(sys.executable).with_name("kernels"))
 
 
 def kernels(*args: str, **env: str) -> CliResult:

@@ -501,6 +501,53 @@ def download(
         sys.exit(1)
 
 
+@main.command("to-wheel")
+@click.argument("source", default=".", metavar="[PROJECT_DIR | ORG/NAME@REVISION]")
+@click.option("--output", "-o", required=True, type=click.Path(path_type=Path), metavar="DIR",
+              help="The folder the wheels and requirements.txt go into (created).")
+@click.option("--all-variants", is_flag=True, help="A wheel of every locked variant, not just this machine's.")
+@_target_options(
+    "A wheel of the build serving this deployment target (repeatable); one requirements file per target.",
+    "As --target, for every target [tool.kernels] declares.",
+)
+@click.option("--trust", "trusted", multiple=True, metavar="ORG[/NAME]",
+              help="With ORG/NAME@REVISION: allow this publisher (or repo) besides those the Hub trusts.")
+@_JSON_OPTION
+@_QUIET_OPTION
+def to_wheel(
+    source: str,
+    output: Path,
+    all_variants: bool,
+    targets: tuple[str, ...],
+    all_targets: bool,
+    trusted: tuple[str, ...],
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Write the locked kernels as wheels (verified bytes only) and a hash-pinned requirements.txt."""
+    from kernel_deps.commands.to_wheel import wheels_from_kernel, wheels_from_project
+
+    progress = _download_progress(_quiet(), lines=False)
+    if "@" in source and not Path(source).is_dir():
+        if all_targets:
+            raise UsageError("--all-targets reads a project's targets; with ORG/NAME@REVISION pass --target NAME")
+        report = wheels_from_kernel(source, output, trusted=trusted, all_variants=all_variants, targets=targets,
+                                    progress=progress)  # fmt: skip
+    else:
+        if trusted:
+            raise UsageError("--trust is for ORG/NAME@REVISION; a project's publishers are in [tool.kernels.trust]")
+        report = wheels_from_project(Path(source), output, all_variants=all_variants, targets=targets,
+                                     all_targets=all_targets, progress=progress)  # fmt: skip
+    if as_json:
+        _echo_json(report.to_json())
+    elif not _quiet():
+        for wheel in report.wheels:
+            click.echo(f"{wheel.spec.repo_id} {wheel.spec.variant}: {wheel.path.name}")
+        pinned = ", ".join(str(r.path) for r in report.requirements)
+        pinned_in = f"; pinned in {pinned}" if pinned else ""
+        click.echo(f"Wrote {len(report.wheels)} wheels to {report.output}{pinned_in}")
+
+
 # -- kernels verify ---------------------------------------------------------------------
 
 
@@ -525,7 +572,7 @@ def verify(
     quiet: bool,
 ) -> None:
     """Check that pyproject.toml, kernels.lock and the cache agree (no network unless --online)."""
-    from kernel_deps.commands.verify import FILE_KINDS, verify_project
+    from kernel_deps.commands.verify import FILE_KINDS, WHEEL_KINDS, verify_project
 
     report = verify_project(
         project_dir, online=online, require_cached=require_cached, targets=targets, all_targets=all_targets
@@ -547,11 +594,16 @@ def verify(
             click.echo(f"{count} problem{'s' if count != 1 else ''} found")
             if any(p.kind in FILE_KINDS for p in report.problems):
                 click.echo(f"{_colour('hint:', fg='cyan')} the cache differs from kernels.lock; run 'kernels download' to replace what differs")
+            if any(p.kind in WHEEL_KINDS for p in report.problems):
+                hint = _colour("hint:", fg="cyan")
+                click.echo(f"{hint} an installed kernel wheel differs from kernels.lock; reinstall "
+                           "the wheels 'kernels to-wheel' writes from this lock")  # fmt: skip
         else:
             hub = "; every locked commit, tag and branch checked on the Hub" if report.online else ""
+            wheels = f", {len(report.wheels)} installed kernel wheels verified" if report.wheels else ""
             click.echo(
                 f"kernels.lock, pyproject.toml and the cache agree "
-                f"({report.kernels} kernels, {len(report.verified)} cached variants verified){hub}"
+                f"({report.kernels} kernels, {len(report.verified)} cached variants verified{wheels}){hub}"
             )
     if not report.ok:
         sys.exit(1)

@@ -40,13 +40,13 @@ from kernel_deps.core.errors import (
     UnsafeRepoContentError,
     UsageError,
 )
+from kernel_deps.core.filelocks import acquire_within
 from kernel_deps.core.hashing import is_hashed_path, variant_hash
 from kernel_deps.core.settings import (
     BUDGET_ENV,
     BUILD_DIR,
     HUB_WORKERS,
     LOCK_NAME,
-    LOCK_NOTICE_SECONDS,
     PYPROJECT_NAME,
     is_offline,
     offline_env,
@@ -401,20 +401,16 @@ def _fetch_variant_into_cache(
 def _acquire(lock: FileLock, label: str, hub: HubClient, progress: Progress) -> Iterator[None]:
     """Hold ``lock``, waiting for another process at most the operation's time left;
     a wait longer than a moment is told through ``progress``."""
-    from filelock import Timeout
-
     transport = hub.transport
-    try:
-        lock.acquire(timeout=max(min(LOCK_NOTICE_SECONDS, transport.time_left()), 0))
-    except Timeout:
+
+    def tell() -> None:
         progress.message(f"waiting for another kernels download of {label} (lock {lock.lock_file}) ...")
-        try:
-            lock.acquire(timeout=max(transport.time_left(), 0))
-        except Timeout:
-            raise CacheBusyError(
-                f"{label}: another kernels download held {lock.lock_file} until the {transport.budget:g} s budget was spent; "
-                f"run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that file if none is running"
-            ) from None
+
+    if not acquire_within(lock, transport.time_left, tell):
+        raise CacheBusyError(
+            f"{label}: another kernels download held {lock.lock_file} until the {transport.budget:g} s budget was spent; "
+            f"run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that file if none is running"
+        )
     try:
         yield
     finally:

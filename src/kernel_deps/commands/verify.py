@@ -73,13 +73,15 @@ FILE_KINDS = frozenset(_FILE_MESSAGES)  # a cached variant's files differ: a fre
 CACHE_KINDS = FILE_KINDS | {"unreadable", "unlocked-variant", "not-cached", "no-variant", "target-not-cached"}
 HUB_KINDS = frozenset({"repo-missing", "commit-missing", "ref-missing", "ref-moved", "hub-hash-mismatch",
                        "variant-not-on-hub", "variant-not-locked", "hub-error"})  # fmt: skip
+# An installed kernel wheel (kernels to-wheel) differs from the lock: reinstalling it repairs it.
+WHEEL_KINDS = frozenset({f"wheel-{kind}" for kind in _FILE_MESSAGES} | {"wheel-record", "wheel-not-locked"})
 # Reported, but not a disagreement: the lock still holds, upstream has something newer.
 NOTICE_KINDS = frozenset({"ref-advanced", "foreign-lock", "requirements-not-recorded"})
 # LOCAL_KERNELS is set: a development override that must not ship.
 LOCAL_KINDS = frozenset({"local-override"})
 
 
-SCHEMA_VERSION = 2  # of docs/schemas/verify.schema.json; see docs/ci.md
+SCHEMA_VERSION = 3  # of docs/schemas/verify.schema.json; see docs/ci.md
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class VerifyReport:
     checked: list[cache.VariantCheck]
     online: bool
     notices: list[Problem] = field(default_factory=list)
+    wheels: list[cache.VariantCheck] = field(default_factory=list)  # installed kernel wheels checked
     # (repo id, variant) -> who signed it, as the lock records it (and verified again from the cache).
     signers: dict[tuple[str, str], dict] = field(default_factory=dict)
 
@@ -120,6 +123,11 @@ class VerifyReport:
                  "path": str(c.path), "signer": self.signers.get((c.repo_id, c.variant))}
                 for c in self.verified
             ],
+            "wheels": [
+                {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash,
+                 "path": str(c.path)}
+                for c in self.wheels if c.ok
+            ],  # fmt: skip
         }
 
 
@@ -169,7 +177,9 @@ def verify_project(
     problems = local_problems + problems
     cache_problems, checked = check_cache(lock, cache_root=cache_root)
     problems += cache_problems + check_signed_cache(lock, checked, policy)
-    present = {(c.repo_id, c.variant) for c in checked}
+    wheel_problems, wheels = check_wheels(lock)
+    problems += wheel_problems
+    present = {(c.repo_id, c.variant) for c in checked} | {(c.repo_id, c.variant) for c in wheels}
     present |= {(p.repo_id, p.variant) for p in cache_problems if p.kind == "unreadable"}
     if require_cached:
         problems += check_this_machine(lock, present, system or detect_system(), cache_root)
@@ -183,7 +193,7 @@ def verify_project(
             for found in check_hub(lock, hub):
                 (notices if found.kind in NOTICE_KINDS else problems).append(found)
     signers = {(k.repo_id, name): signer.to_dict() for k in lock.kernels for name, signer in k.signatures.items()}
-    return VerifyReport(path, len(lock.kernels), problems, checked, online, notices, signers)
+    return VerifyReport(path, len(lock.kernels), problems, checked, online, notices, wheels, signers)
 
 
 def check_signed_cache(lock: Lockfile, checked: Sequence[cache.VariantCheck], policy: SignaturePolicy) -> list[Problem]:
@@ -253,6 +263,46 @@ def check_cache(lock: Lockfile, *, cache_root: Path | None = None) -> tuple[list
                 path = None if found.kind == "hash-mismatch" else found.path
                 problems.append(Problem(found.kind, kernel.repo_id, name, path, message, found.expected, found.got))
         problems += _unlocked_variants(kernel, cache_root)
+    return problems, checked
+
+
+def check_wheels(lock: Lockfile) -> tuple[list[Problem], list[cache.VariantCheck]]:
+    """Every installed kernel wheel of a locked kernel (``kernels to-wheel``), checked file by
+    file against the lock as the loader checks it; one that holds no locked commit and variant
+    is a problem too, since the loader passes it over."""
+    from kernel_deps.cache.installed import check_installed, installed_wheels
+
+    problems: list[Problem] = []
+    checked: list[cache.VariantCheck] = []
+    for kernel in lock.kernels:
+        for wheel in installed_wheels(kernel.repo_id):
+            if wheel.problem is not None:
+                message = f"{kernel.repo_id}: {wheel.label}: kernel_deps.json {wheel.problem}; the loader skips it"
+                problems.append(Problem("wheel-record", kernel.repo_id, None, str(wheel.folder), message))
+                continue
+            where = f"{kernel.repo_id} {wheel.variant}: {wheel.label}"
+            if wheel.commit != kernel.sha or wheel.variant not in kernel.variants:
+                message = (f"{where} holds commit {wheel.commit[:12]}, not a variant kernels.lock pins at "
+                           f"{kernel.sha[:12]}; install the wheels 'kernels to-wheel' writes from this "
+                           "lock")  # fmt: skip
+                problems.append(Problem("wheel-not-locked", kernel.repo_id, wheel.variant, str(wheel.folder), message,
+                                        kernel.sha, wheel.commit))  # fmt: skip
+                continue
+            try:
+                result = check_installed(wheel, kernel.variants[wheel.variant].hash)
+            except OSError as exc:
+                message = f"{where}: cannot read it ({exc.strerror or exc}); check its permissions"
+                problems.append(Problem("unreadable", kernel.repo_id, wheel.variant, str(wheel.folder), message))
+                continue
+            checked.append(result)
+            for found in result.problems:
+                text = _FILE_MESSAGES[found.kind].format(path=found.path, got=found.got)
+                if found.kind == "hash-mismatch":
+                    text = "its kernel_deps.json records files that hash to a different value than kernels.lock records"
+                reinstall = "pip install --force-reinstall --require-hashes -r requirements.txt"
+                message = f"{where}: {text}; reinstall it ({reinstall})"
+                problems.append(Problem(f"wheel-{found.kind}", kernel.repo_id, wheel.variant, found.path, message,
+                                        found.expected, found.got))  # fmt: skip
     return problems, checked
 
 

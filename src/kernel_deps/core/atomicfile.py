@@ -36,7 +36,7 @@ from pathlib import Path
 from kernel_deps.core import jsondoc
 from kernel_deps.core.errors import EditJournalError, FileWriteError
 
-__all__ = ["finish_pending", "write_text", "write_text_if_changed", "write_together"]
+__all__ = ["finish_pending", "write_bytes", "write_text", "write_text_if_changed", "write_together"]
 
 
 def write_text(path: Path, text: str) -> None:
@@ -46,6 +46,16 @@ def write_text(path: Path, text: str) -> None:
     except OSError as exc:
         reason = exc.strerror or exc
         raise FileWriteError(f"{path}: cannot write ({reason}); check the folder's permissions and free space") from None
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically; FileWriteError when it cannot be written."""
+    try:
+        _replace(Path(os.path.realpath(path)), data)
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise FileWriteError(f"{path}: cannot write ({reason}); check the folder's permissions and free "
+                             "space") from None  # fmt: skip
 
 
 def write_text_if_changed(path: Path, text: str) -> bool:

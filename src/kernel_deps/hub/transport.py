@@ -22,10 +22,14 @@ Credentials in the endpoint (``https://user:pass@host``) stay in the URLs reques
 the Hub by :attr:`Transport.shown_endpoint`, and a lower layer's text (an exception, a
 Hub's error message that echoes what it was sent) is redacted of the endpoint's
 credentials and of the token before it is quoted (:mod:`kernel_deps.core.redaction`).
+The same goes for huggingface_hub's own log records (``HF_DEBUG=1`` logs every request's
+URL and a curl command for it): a filter on its loggers and handlers redacts each record
+before any handler writes it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import threading
@@ -95,6 +99,38 @@ class RequestSubject:
         return f"{self.repo_id} {self.what}" if self.what else self.repo_id
 
 
+class _RedactedLogs(logging.Filter):
+    """Rewrites each huggingface_hub log record without the credentials of any Transport made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        shown = redact(text, self.secrets)
+        if shown != text:
+            record.msg, record.args = shown, None
+        return True
+
+
+_LOG_FILTER = _RedactedLogs()
+
+
+def _redact_hub_logs(secrets: set[str]) -> None:
+    """Add ``secrets`` to what huggingface_hub's log records are redacted of, and put the
+    filter on every huggingface_hub logger there is now and on their handlers (a logger's
+    filter sees only records logged to it, a handler's those that reach it)."""
+    _LOG_FILTER.secrets |= {secret for secret in secrets if secret}
+    manager = logging.Logger.manager
+    names = [name for name in list(manager.loggerDict) if name.split(".")[0] == "huggingface_hub"]
+    for name in names:
+        logger = logging.getLogger(name)
+        for target in (logger, *logger.handlers):
+            if _LOG_FILTER not in target.filters:
+                target.addFilter(_LOG_FILTER)
+
+
 class BudgetSpent(Exception):
     """The operation's deadline passed while a request was under way."""
 
@@ -129,6 +165,7 @@ class Transport:
         self._hf_headers: dict[str, str] | None = None
         self._depth = 0
         self._guard = threading.Lock()
+        _redact_hub_logs({self.token or "", *url_secrets(self.endpoint)})
 
     # -- the time budget --------------------------------------------------------------
 

@@ -402,6 +402,10 @@ def _verified_variant(
 ) -> cache.VariantCheck:
     expected = kernel.variants[variant].hash
     check = _check(kernel, variant, expected)
+    if not check.present:
+        installed = _installed_wheel(kernel, variant, expected)
+        if installed is not None:
+            return installed
     if not check.present and allow_download:
         from kernel_deps.commands.download import download_lock
 
@@ -410,9 +414,12 @@ def _verified_variant(
             download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [], policy=policy)
             check = _check(kernel, variant, expected)
     if not check.present:
+        from kernel_deps.cache.installed import unusable_wheels
+
+        unusable = "".join(f"; not used: {line}" for line in unusable_wheels(kernel.repo_id))
         raise KernelNotCachedError(
             f"{kernel.repo_id} {variant} at {kernel.sha[:12]} is not in the cache ({cache.cache_root()}); "
-            "run 'kernels download' for this project first"
+            f"run 'kernels download' for this project first{unusable}"
         )
     if not check.ok:
         details = "; ".join(_describe(p) for p in check.problems)
@@ -427,6 +434,30 @@ def _verified_variant(
         if refused:
             error = refusal(refused)
             raise type(error)(error.message.replace("kernels.lock not written", f"refusing to load {kernel.repo_id}"))
+    return check
+
+
+def _installed_wheel(kernel: LockedKernel, variant: str, expected: str) -> cache.VariantCheck | None:
+    """The check of an installed kernel wheel of this commit and variant (``kernels to-wheel``),
+    when one is installed; KernelIntegrityError naming each file that differs from the lock."""
+    from kernel_deps.cache.installed import check_installed, find_installed
+
+    wheel = find_installed(kernel.repo_id, kernel.sha, variant)
+    if wheel is None:
+        return None
+    try:
+        check = check_installed(wheel, expected)
+    except OSError as exc:
+        raise KernelCacheReadError(
+            f"{kernel.repo_id} {variant}: cannot read {exc.filename or wheel.folder} ({exc.strerror or exc}); "
+            f"check the permissions of {wheel.label}"
+        ) from None
+    if not check.ok:
+        details = "; ".join(_describe(p) for p in check.problems)
+        raise KernelIntegrityError(
+            f"refusing to load {kernel.repo_id} {variant}: {wheel.label} differs from kernels.lock: {details}; "
+            f"reinstall it (pip install --force-reinstall --require-hashes -r requirements.txt)"
+        )
     return check
 
 

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from kernel_deps.core import atomicfile
 from kernel_deps.core.errors import FileWriteError, PendingEditError, ProjectBusyError, PyprojectError, UsageError
+from kernel_deps.core.filelocks import acquire_within
 from kernel_deps.core.settings import (
     BUDGET_ENV,
     EDIT_JOURNAL_NAME,
     EDIT_LOCK_NAME,
     LOCK_NAME,
-    LOCK_NOTICE_SECONDS,
     PYPROJECT_NAME,
 )
 
@@ -101,26 +101,25 @@ def editing(project_dir: Path, *, hub: HubClient, notice: Callable[[str], None] 
 
 def _acquire(lock_file: Path, project_dir: Path, hub: HubClient, notice: Callable[[str], None] | None) -> FileLock:
     """The edit lock, held on the file now at ``lock_file``; ProjectBusyError when the budget runs out."""
-    from filelock import FileLock, Timeout
+    from filelock import FileLock
 
     transport = hub.transport
     told = False
+
+    def tell() -> None:
+        nonlocal told
+        if notice is not None and not told:
+            notice(f"waiting for another kernels command editing {project_dir} (lock {lock_file}) ...")
+        told = True
+
     while True:
         lock = FileLock(str(lock_file))
-        try:
-            lock.acquire(timeout=max(min(LOCK_NOTICE_SECONDS, transport.time_left()), 0))
-        except Timeout:
-            if notice is not None and not told:
-                notice(f"waiting for another kernels command editing {project_dir} (lock {lock_file}) ...")
-            told = True
-            try:
-                lock.acquire(timeout=max(transport.time_left(), 0))
-            except Timeout:
-                raise ProjectBusyError(
-                    f"{project_dir}: another kernels command held {lock_file} until the {transport.budget:g} s budget "
-                    f"was spent; run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that file "
-                    "if none is running"
-                ) from None
+        if not acquire_within(lock, transport.time_left, tell):
+            raise ProjectBusyError(
+                f"{project_dir}: another kernels command held {lock_file} until the {transport.budget:g} s budget "
+                f"was spent; run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that file "
+                "if none is running"
+            )
         if _holds_the_file_there(lock, lock_file):
             return lock
         lock.release()  # the command before removed that file as it finished: lock the one there now

@@ -1,0 +1,183 @@
+"""Kernel wheels installed in this Python environment, found and checked as a cached variant is.
+
+A wheel ``kernels to-wheel`` wrote carries ``.dist-info/kernel_deps.json`` (the repo id,
+commit, variant, the lock's variant hash and every file's content hash). Its distribution
+is found by the repo's wheel name (:func:`kernel_deps.core.wheels.distribution_name`)
+among ``importlib.metadata``'s distributions; the record is read as hostile input (one
+JSON parse, every field checked, unsafe paths refused) and trusted only when its files
+hash, by the ``git_lfs_concat`` rule, to the hash the lock pins. Then every installed file
+of the package is hashed again by the algorithm its recorded hash uses, exactly as
+:func:`kernel_deps.cache.store.check_variant` checks a cached variant, and the result is
+the same :class:`~kernel_deps.cache.store.VariantCheck`, for the loader's verified import.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kernel_deps.cache.store import FileProblem, VariantCheck, content_hash_of, hash_kind
+from kernel_deps.core import jsondoc
+from kernel_deps.core.hashing import is_hashed_path, variant_hash
+from kernel_deps.core.wheels import KERNEL_RECORD_NAME, KERNEL_RECORD_SCHEMA, distribution_name, import_name
+
+if TYPE_CHECKING:  # imported only once a .dist-info of the name is on sys.path: it costs tens of ms
+    import importlib.metadata
+
+_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_MAX_FILES = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledWheel:
+    """One installed kernel wheel: what its record says it holds, and where."""
+
+    distribution: str
+    version: str
+    repo_id: str
+    commit: str
+    variant: str
+    hash: str
+    folder: Path  # the installed package folder
+    files: dict[str, str]  # relative path -> content hash, as recorded
+    problem: str | None = None  # why the record cannot be trusted (None: it can)
+
+    @property
+    def label(self) -> str:
+        return f"the installed wheel {self.distribution} {self.version} ({self.folder})"
+
+
+def installed_wheels(repo_id: str) -> list[InstalledWheel]:
+    """Every installed kernel wheel of ``repo_id`` on ``sys.path``, in path order; a record
+    that cannot be read is returned with its ``problem``."""
+    name = distribution_name(repo_id)
+    if not _on_path(name):
+        return []
+    import importlib.metadata
+
+    found: list[InstalledWheel] = []
+    seen: set[Path] = set()
+    for dist in importlib.metadata.distributions(name=name):
+        folder = Path(str(dist.locate_file(import_name(repo_id))))
+        if folder in seen:
+            continue
+        seen.add(folder)
+        found.append(_read(dist, repo_id, folder))
+    return found
+
+
+def find_installed(repo_id: str, commit: str, variant: str) -> InstalledWheel | None:
+    """The first installed wheel of ``repo_id`` whose record names ``commit`` and ``variant``."""
+    for wheel in installed_wheels(repo_id):
+        if wheel.problem is None and wheel.commit == commit and wheel.variant == variant:
+            return wheel
+    return None
+
+
+def unusable_wheels(repo_id: str) -> list[str]:
+    """One line per installed wheel of ``repo_id`` whose record cannot be trusted, saying why."""
+    return [f"{wheel.label}: {KERNEL_RECORD_NAME} {wheel.problem}" for wheel in installed_wheels(repo_id)
+            if wheel.problem is not None]  # fmt: skip
+
+
+def check_installed(wheel: InstalledWheel, expected_hash: str) -> VariantCheck:
+    """Every installed file of ``wheel`` hashed and held against ``expected_hash`` (the lock's)."""
+    def result(problems: list[FileProblem], actual: dict[str, str], actual_hash: str | None) -> VariantCheck:
+        problems.sort(key=lambda p: p.path)
+        return VariantCheck(wheel.repo_id, wheel.commit, wheel.variant, wheel.folder, True, expected_hash,
+                            actual_hash, tuple(problems), actual)  # fmt: skip
+
+    if wheel.problem is not None:
+        return result([FileProblem("modified", KERNEL_RECORD_NAME, None, wheel.problem)], {}, None)
+    recorded = variant_hash(wheel.files.items())
+    if recorded != expected_hash:
+        return result([FileProblem("hash-mismatch", KERNEL_RECORD_NAME, expected_hash, recorded)], {}, recorded)
+    problems: list[FileProblem] = []
+    actual: dict[str, str] = {}
+    real_folder = Path(os.path.realpath(wheel.folder))
+    for rel, wanted in sorted(wheel.files.items()):
+        path = wheel.folder.joinpath(*rel.split("/"))
+        if not path.is_file():
+            absent = not path.exists() and not path.is_symlink()
+            problems.append(FileProblem("missing" if absent else "not-a-file", rel))
+            continue
+        real = Path(os.path.realpath(path))
+        if not real.is_relative_to(real_folder):
+            problems.append(FileProblem("outside-cache", rel, None, str(real)))
+            continue
+        got = content_hash_of(path, hash_kind(wanted))
+        actual[rel] = got
+        if got != wanted:
+            problems.append(FileProblem("modified", rel, wanted, got))
+    for dirpath, dirnames, filenames in os.walk(wheel.folder):
+        dirnames.sort()
+        for name in sorted(filenames):
+            rel = (Path(dirpath) / name).relative_to(wheel.folder).as_posix()
+            if is_hashed_path(rel) and rel not in wheel.files:
+                problems.append(FileProblem("extra", rel))
+    actual_hash = variant_hash(actual.items()) if not problems else None
+    return result(problems, actual, actual_hash)
+
+
+def _read(dist: importlib.metadata.Distribution, repo_id: str, folder: Path) -> InstalledWheel:
+    """The record of one distribution, every field checked; a bad one keeps its problem."""
+    version = str(dist.version) if isinstance(dist.version, str) else "?"
+    name = distribution_name(repo_id)
+
+    def bad(problem: str) -> InstalledWheel:
+        return InstalledWheel(name, version, repo_id, "", "", "", folder, {}, problem)
+
+    try:
+        text = dist.read_text(KERNEL_RECORD_NAME)
+    except (OSError, UnicodeDecodeError) as exc:
+        return bad(f"cannot be read ({exc})")
+    if text is None:
+        return bad("is absent: not a wheel kernels to-wheel wrote")
+    try:
+        record = jsondoc.loads(text, no_duplicate_keys=True)
+    except ValueError as exc:
+        return bad(f"is not a JSON document ({exc})")
+    if not isinstance(record, dict) or record.get("schema_version") != KERNEL_RECORD_SCHEMA:
+        return bad(f"is not an object with schema_version {KERNEL_RECORD_SCHEMA}")
+    fields = {key: record.get(key) for key in ("repo_id", "commit", "variant", "hash")}
+    if not all(isinstance(value, str) for value in fields.values()):
+        return bad("has a repo_id, commit, variant or hash that is not a string")
+    if fields["repo_id"] != repo_id:
+        return bad(f"names {fields['repo_id']!r}, not {repo_id!r}")
+    files = record.get("files")
+    if not isinstance(files, dict) or not files or len(files) > _MAX_FILES:
+        return bad("has no files object of relative path -> content hash")
+    for rel, digest in files.items():
+        if not isinstance(digest, str) or not _HASH.fullmatch(digest):
+            return bad(f"files[{rel!r}] is not a git blob SHA-1 or an SHA-256 in hex")
+        if _unsafe(rel):
+            return bad(f"files: {rel!r} is not a safe relative path")
+    return InstalledWheel(name, version, repo_id, fields["commit"], fields["variant"], fields["hash"], folder,
+                          dict(files))  # fmt: skip
+
+
+def _on_path(name: str) -> bool:
+    """Whether a folder on ``sys.path`` holds a ``.dist-info`` of distribution ``name`` (by
+    importlib.metadata's rule: the part before the first ``-``, normalized)."""
+    wanted = name.replace("-", "_")
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for found in names:
+            if found.endswith(".dist-info") and re.sub(r"[-_.]+", "_", found.split("-", 1)[0]).lower() == wanted:
+                return True
+    return False
+
+
+def _unsafe(rel: str) -> bool:
+    parts = rel.split("/")
+    return (
+        not rel or "\\" in rel or "\0" in rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts)
+        or not is_hashed_path(rel) or (len(parts[0]) == 2 and parts[0][1] == ":")
+    )  # fmt: skip

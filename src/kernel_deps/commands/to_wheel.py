@@ -1,0 +1,288 @@
+"""`kernels to-wheel` as a library function: the locked variants as wheels, for a package index.
+
+For every locked kernel (transitive ones included) and each chosen variant (this
+machine's, the builds serving ``--target`` names, or every one), the variant is made
+present and verified exactly as ``kernels download`` does (:func:`download_lock`); then
+one wheel is written from the verified files only, each file read once and checked
+against the hash the variant check found for it. The wheel's name, version, tags and
+``.dist-info/kernel_deps.json`` follow :mod:`kernel_deps.core.wheels`; the same lock gives
+the same bytes. ``requirements.txt`` pins every wheel written by version and SHA-256, for
+``pip install --require-hashes --no-deps -r requirements.txt``; with several targets,
+``requirements-<target>.txt`` does so per target.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from kernel_deps.cache import store as cache
+from kernel_deps.commands.download import (
+    DownloadReport,
+    Progress,
+    VariantTask,
+    choose_variants,
+    download_lock,
+    variants_for_targets,
+)
+from kernel_deps.core import atomicfile
+from kernel_deps.core.errors import (
+    DownloadVerificationError,
+    FileWriteError,
+    KernelCacheReadError,
+    UntrustedPublisherError,
+    UsageError,
+)
+from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.core.system import SystemInfo, detect_system
+from kernel_deps.core.targets import Target, serving_variant, targets_from_options
+from kernel_deps.core.wheels import WheelSpec, build_wheel, wheel_spec
+from kernel_deps.lock.model import LockedKernel, Lockfile
+
+if TYPE_CHECKING:
+    from kernel_deps.hub.client import HubClient
+
+SCHEMA_VERSION = 1  # of docs/schemas/to-wheel.schema.json; see docs/ci.md
+REQUIREMENTS_NAME = "requirements.txt"
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenWheel:
+    """One wheel written: the locked variant it holds, its file and its SHA-256."""
+
+    spec: WheelSpec
+    path: Path
+    sha256: str
+    size: int
+
+    def to_json(self) -> dict:
+        return {
+            "repo_id": self.spec.repo_id,
+            "commit": self.spec.commit,
+            "variant": self.spec.variant,
+            "hash": self.spec.variant_hash,
+            "name": self.spec.distribution,
+            "version": self.spec.version,
+            "tag": self.spec.tag,
+            "requires": list(self.spec.requires),
+            "file": self.path.name,
+            "sha256": self.sha256,
+            "bytes": self.size,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RequirementsFile:
+    """A requirements file written: for this machine (``target`` None) or one target."""
+
+    path: Path
+    target: str | None
+    wheels: tuple[str, ...]  # the wheel files it pins
+
+    def to_json(self) -> dict:
+        return {"file": self.path.name, "target": self.target, "wheels": list(self.wheels)}
+
+
+@dataclass(frozen=True, slots=True)
+class ToWheelReport:
+    """What a to-wheel run wrote: every wheel, and the requirements files pinning them."""
+
+    output: Path
+    source: str  # the lock's path, or "ORG/NAME@REVISION" for a kernel outside any project
+    wheels: tuple[WrittenWheel, ...] = ()
+    requirements: tuple[RequirementsFile, ...] = ()
+    download: DownloadReport = field(default_factory=DownloadReport)
+
+    def to_json(self) -> dict:
+        """The report as docs/schemas/to-wheel.schema.json describes it."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "source": self.source,
+            "output": str(self.output),
+            "downloaded": len(self.download.fetched),
+            "wheels": [wheel.to_json() for wheel in self.wheels],
+            "requirements": [requirements.to_json() for requirements in self.requirements],
+        }
+
+
+def wheels_from_project(
+    project_dir: Path,
+    output: Path,
+    *,
+    all_variants: bool = False,
+    targets: Sequence[str] = (),
+    all_targets: bool = False,
+    hub: HubClient | None = None,
+    progress: Progress | None = None,
+) -> ToWheelReport:
+    """Wheels of what ``<project_dir>/kernels.lock`` pins, into ``output``: this machine's
+    variant of each kernel unless told otherwise, as ``kernels download`` chooses them."""
+    from kernel_deps.lock.read import read_lock
+    from kernel_deps.project.pyproject import read_targets
+
+    _check_choice(all_variants, targets, all_targets)
+    declared = read_targets(Path(project_dir)) if all_targets else ()
+    chosen = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
+    lock_file = Path(project_dir) / LOCK_NAME
+    lock = read_lock(lock_file, purpose="use").lock
+    return write_wheels(lock, Path(output), source=str(lock_file), all_variants=all_variants, targets=chosen,
+                        hub=hub, progress=progress)  # fmt: skip
+
+
+def wheels_from_kernel(
+    argument: str,
+    output: Path,
+    *,
+    trusted: Sequence[str] = (),
+    all_variants: bool = False,
+    targets: Sequence[str] = (),
+    hub: HubClient | None = None,
+    progress: Progress | None = None,
+) -> ToWheelReport:
+    """Wheels of one kernel outside any project (``ORG/NAME@REVISION``, its kernel
+    dependencies included), locked in memory as ``kernels lock`` would; each kernel must
+    be from a publisher the Hub trusts or one of ``trusted`` (organizations or repo ids)."""
+    from kernel_deps.core.spec import parse_add_argument, requirement_from_value
+
+    repo_id, value = parse_add_argument(argument)
+    if not isinstance(value, dict):
+        raise UsageError(
+            f"{argument}: name the revision to build wheels of, as ORG/NAME@REVISION (a tag, branch or commit), "
+            "or pass a project folder that has a kernels.lock"
+        )
+    _check_choice(all_variants, targets, False)
+    chosen = targets_from_options(targets, False, (), "the command line")
+    requirement = requirement_from_value(repo_id, value)
+    _check_output(Path(output))
+    lock = _lock_one(requirement, tuple(trusted), hub)
+    return write_wheels(lock, Path(output), source=argument, all_variants=all_variants, targets=chosen,
+                        hub=hub, progress=progress)  # fmt: skip
+
+
+def write_wheels(
+    lock: Lockfile,
+    output: Path,
+    *,
+    source: str,
+    all_variants: bool = False,
+    targets: Sequence[Target] = (),
+    system: SystemInfo | None = None,
+    hub: HubClient | None = None,
+    progress: Progress | None = None,
+) -> ToWheelReport:
+    """Download and verify the chosen variants of every kernel of ``lock``, then write
+    their wheels and requirements files into ``output``."""
+    _check_output(output)
+    system = None if (all_variants or targets) else (system or detect_system())
+    variants_for: Callable[[LockedKernel], list[str]]
+    if targets:
+        variants_for = lambda kernel: variants_for_targets(kernel, targets)  # noqa: E731
+    else:
+        variants_for = lambda kernel: choose_variants(kernel, all_variants=all_variants, system=system)  # noqa: E731
+    download = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise FileWriteError(f"{output}: cannot create the folder ({reason}); pass another -o DIR") from None
+    versions = {kernel.repo_id: kernel.version for kernel in lock.kernels}
+    written: dict[tuple[str, str], WrittenWheel] = {}
+    for outcome in download.outcomes:
+        wheel = _write_wheel(outcome.task, versions, download.cache_root, output)
+        written[(wheel.spec.repo_id, wheel.spec.variant)] = wheel
+    sets: list[tuple[str | None, list[WrittenWheel]]] = []
+    if targets:
+        for target in targets:
+            serving = [written[(k.repo_id, serving_variant(target, k.variants) or "")] for k in lock.kernels]
+            sets.append((target.name, serving))
+    elif not all_variants:
+        sets.append((None, [written[(k.repo_id, v)] for k in lock.kernels for v in variants_for(k)]))
+    requirements = []
+    for target, wheels in sets:
+        name = REQUIREMENTS_NAME if len(sets) == 1 else f"requirements-{target}.txt"
+        atomicfile.write_text(output / name, requirements_text(wheels, target, name))
+        requirements.append(RequirementsFile(output / name, target, tuple(w.path.name for w in wheels)))
+    return ToWheelReport(output, source, tuple(written.values()), tuple(requirements), download)
+
+
+def requirements_text(wheels: Sequence[WrittenWheel], target: str | None, name: str = REQUIREMENTS_NAME) -> str:
+    """A pip requirements file pinning each wheel by version and SHA-256, sorted by name."""
+    machine = f"the deployment target {target}" if target else "the machine they were written on"
+    lines = [
+        f"# Kernel wheels for {machine}, written by kernels to-wheel.",
+        f"# pip install --require-hashes --no-deps -r {name} (torch comes from your own index or image)",
+    ]
+    for wheel in sorted(wheels, key=lambda w: w.spec.distribution):
+        lines.append(f"{wheel.spec.distribution}=={wheel.spec.version} \\\n    --hash=sha256:{wheel.sha256}")
+    return "\n".join(lines) + "\n"
+
+
+def _write_wheel(task: VariantTask, versions: dict[str, str | None], root: Path | None, output: Path) -> WrittenWheel:
+    """Build one wheel from the variant's verified files in the cache; each file is hashed
+    again from the very bytes the wheel takes."""
+    kernel = task.kernel
+    expected = kernel.variants[task.variant].hash
+    check = cache.check_variant(kernel.repo_id, kernel.sha, task.variant, expected, root=root)
+    if not check.ok:
+        raise DownloadVerificationError(
+            f"{task.label}: the cached variant no longer matches kernels.lock ({check.path}); "
+            "run 'kernels download' to repair the cache, then run this command again"
+        )
+    data: dict[str, bytes] = {}
+    for rel, content_hash in sorted(check.files.items()):
+        path = check.path.joinpath(*rel.split("/"))
+        try:
+            data[rel] = path.read_bytes()
+        except OSError as exc:
+            raise KernelCacheReadError(f"{task.label}: cannot read {path} ({exc.strerror or exc})") from None
+        if cache.content_hash_of_bytes(data[rel], cache.hash_kind(content_hash)) != content_hash:
+            raise DownloadVerificationError(
+                f"{task.label}: {rel} changed in the cache while its wheel was written ({path}); "
+                "run 'kernels download' to repair the cache, then run this command again"
+            )
+    dependencies = {dep: versions.get(dep) for dep in kernel.dependencies}
+    spec = wheel_spec(kernel.repo_id, kernel.sha, kernel.version, task.variant, expected, sorted(data), dependencies)
+    archive = build_wheel(spec, data, dict(check.files))
+    path = output / spec.filename
+    atomicfile.write_bytes(path, archive)
+    return WrittenWheel(spec, path, hashlib.sha256(archive).hexdigest(), len(archive))
+
+
+def _check_choice(all_variants: bool, targets: Sequence[str], all_targets: bool) -> None:
+    if all_variants and (targets or all_targets):
+        raise UsageError("--all-variants writes a wheel of every variant; drop --target and --all-targets")
+
+
+def _check_output(output: Path) -> None:
+    """UsageError when ``-o DIR`` cannot be a folder of wheels (before anything is fetched)."""
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"-o {output}: is not a folder; pass the folder the wheels go into")
+
+
+def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> Lockfile:
+    """A lock of one requirement and its kernel dependencies, held in memory."""
+    from kernel_deps.commands.lock import _hub_trusts, build_lockfile
+    from kernel_deps.hub.client import HubClient
+    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.lock.trust import judge_publishers
+    from kernel_deps.resolve.resolver import Requester, resolve
+
+    requester = Requester(
+        "the command line",
+        "pass another ORG/NAME@REVISION",
+        "pass a revision that pins fewer kernels",
+    )
+    hub = hub or HubClient()
+    with hub.operation(), KernelIndex(hub, publishers=trusted) as index:
+        resolution = resolve([requirement], index, requester=requester)
+        lock = build_lockfile(resolution, [requirement], index)
+        lock, untrusted = judge_publishers(lock, trusted, lambda org: _hub_trusts(index, org))
+    if untrusted:
+        names = ", ".join(u.repo_id for u in untrusted)
+        raise UntrustedPublisherError(
+            f"no wheels written: {names} is not from a publisher the Hub trusts "
+            f"({untrusted[0].hub_reason}); pass --trust ORG (or --trust ORG/NAME) if you trust it"
+        )
+    return lock
