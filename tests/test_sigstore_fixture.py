@@ -130,6 +130,37 @@ def test_hf_kernels_own_github_workflow_policy_accepts_the_bundle_and_refuses_an
     assert "kernels-test/other" in results["kernels-test/other"]
 
 
+def test_the_leaf_carries_the_workflow_identity_in_each_extension_sigstores_policies_read(
+    local_sigstore: LocalSigstore, verifier: Verifier
+) -> None:
+    signer = Identity("kernels-test/layer-norm", workflow=".github/workflows/release.yaml", ref="refs/tags/v1.2.0")
+    every_extension = policy.AllOf(
+        [
+            policy.OIDCIssuer(GITHUB_ISSUER),  # legacy .1.1, the raw string
+            policy.GitHubWorkflowTrigger("push"),
+            policy.GitHubWorkflowSHA(signer.commit),
+            policy.GitHubWorkflowName("release"),
+            policy.GitHubWorkflowRepository("kernels-test/layer-norm"),
+            policy.GitHubWorkflowRef("refs/tags/v1.2.0"),
+            policy.OIDCIssuerV2(GITHUB_ISSUER),  # .1.8 onwards, DER UTF8Strings
+            policy.OIDCBuildSignerURI(
+                "https://github.com/kernels-test/layer-norm/.github/workflows/release.yaml@refs/tags/v1.2.0"
+            ),
+            policy.OIDCBuildSignerDigest(signer.commit),
+            policy.OIDCRunnerEnvironment("github-hosted"),
+            policy.OIDCSourceRepositoryURI("https://github.com/kernels-test/layer-norm"),
+            policy.OIDCSourceRepositoryDigest(signer.commit),
+            policy.OIDCSourceRepositoryRef("refs/tags/v1.2.0"),
+            policy.OIDCSourceRepositoryOwnerURI("https://github.com/kernels-test"),
+            policy.OIDCBuildConfigURI(signer.uri),
+            policy.OIDCBuildTrigger("push"),
+            policy.OIDCSourceRepositoryVisibility("public"),
+            policy.Identity(identity=signer.uri),
+        ]
+    )
+    verifier.verify_artifact(DATA, Bundle.from_json(local_sigstore.sign(DATA, signer)), every_extension)
+
+
 def test_data_changed_after_signing_is_refused(local_sigstore: LocalSigstore, verifier: Verifier) -> None:
     bundle = Bundle.from_json(local_sigstore.sign(DATA, SIGNER))
     with pytest.raises(VerificationError, match="digest mismatch"):
