@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.fixtures.builder import BuiltRepo, KernelRepo, build_catalogue, build_repo
 from tests.fixtures.localhub import LocalHub
+
+if TYPE_CHECKING:
+    from tests.fixtures.sigstore_ca import LocalSigstore
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -85,6 +89,14 @@ def proxy(local_hub: HubWorld):
 
     with FaultProxy(local_hub.url, seed=1234) as fault_proxy:
         yield fault_proxy
+
+
+@pytest.fixture(scope="session")
+def local_sigstore() -> LocalSigstore:
+    """A Sigstore of our own (CA, CT log, transparency log) whose bundles sigstore-python accepts offline."""
+    from tests.fixtures.sigstore_ca import LocalSigstore
+
+    return LocalSigstore("kernels-test")
 
 
 IMG2GRAY_VERSIONS = ("1.0.0", "1.1.0")

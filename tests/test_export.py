@@ -17,7 +17,7 @@ from kernel_deps.lock.formats import to_kernels017
 from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
-from tests.fixtures.peers import WRITE_WITH_017, lock_with_kernels_016, run_peer
+from tests.fixtures.peers import READ_WITH_016, READ_WITH_017, WRITE_WITH_017, lock_with_kernels_016, run_peer
 from tests.fixtures.projects import write_project
 
 BASE = "kernels-test/export-base"
@@ -42,24 +42,6 @@ def project(hub_env, tmp_path):
     add_export_repos(hub_env)
     deps = f'"{TOP}" = 1\n"kernels-test/rotary" = ">=1,<2"\n"kernels-test/flash" = {{ revision = "v2" }}\n'
     return write_project(tmp_path / "app", deps, locked=True)
-
-
-READ_WITH_017 = """
-import json, sys
-from kernels._rust import KernelDependency, KernelLocks, KernelVersion
-from kernels.locking import _get_locked_kernel_revision
-from kernels.resolver import _locked_revision
-text = open(sys.argv[1]).read()
-locks = KernelLocks.from_json(text)
-out = {"same_bytes": locks.to_json() == text, "top_level": {}, "asked": {}}
-for repo_id in sys.argv[2].split(","):
-    found, dep = _get_locked_kernel_revision(repo_id, text)
-    out["top_level"][repo_id] = found[dep].commit
-# What its resolver looks up for a transitive kernel: the parent's kernel-depends entry.
-for repo_id, major in json.loads(sys.argv[3]):
-    out["asked"][repo_id] = _locked_revision(locks, KernelDependency(repo_id=repo_id, version=KernelVersion.Version(major)))
-print(json.dumps(out))
-"""
 
 
 def test_the_kernels_017_export_is_read_by_kernels_017_itself(hub_env, project: Path, tmp_path: Path) -> None:
@@ -128,16 +110,6 @@ def test_the_kernels_017_export_has_the_key_each_parent_asks_with(hub_env, tmp_p
     assert read["asked"] == {BASE: lock.get(BASE).sha}
 
 
-READ_WITH_016 = """
-import json, sys
-from kernels.lockfile import KernelLock
-from kernels.utils import _get_locked_kernel
-text = open(sys.argv[1]).read()
-print(json.dumps({r: _get_locked_kernel(r, text) for r in sys.argv[2].split(",")}
-                 | {"entries": len([KernelLock.from_json(e) for e in json.loads(text)])}))
-"""
-
-
 @pytest.mark.parametrize("fmt", ["ours", "kernels-0.16"])
 def test_kernels_016_reads_our_lock_and_its_export(project: Path, tmp_path: Path, fmt: str) -> None:
     lock = read_lock(project / "kernels.lock", purpose="use").lock
@@ -148,7 +120,6 @@ def test_kernels_016_reads_our_lock_and_its_export(project: Path, tmp_path: Path
         assert all(set(e) == {"repo_id", "sha", "variants"} for e in json.loads(path.read_text()))
     read = run_peer("0.16", READ_WITH_016, str(path), ",".join(k.repo_id for k in lock.kernels))
     assert read == {**{k.repo_id: k.sha for k in lock.kernels}, "entries": len(lock.kernels)}
-
 
 
 def test_kernels_lock_converts_a_kernels_017_lock_keeping_its_pins(hub_env, tmp_path: Path) -> None:

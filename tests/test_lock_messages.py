@@ -33,7 +33,7 @@ def bad_hash_under(name: str) -> dict:
     [
         ([entry(extra=1)], "unknown key 'extra' in '[0].extra' (kernels-test/activation); "
                            "expected only repo_id, sha, variants, version, requirement, dependencies, kernel_depends, "
-                           f"redirected_from, trusted_by; {FIX}"),
+                           f"redirected_from, trusted_by, signatures; {FIX}"),
         # no kernel named after the path when the repo id itself is what is wrong
         ([entry(repo_id="rotary", sha="abc")], f"invalid repo id 'rotary' in '[0].repo_id'; {REPO_RULE}; {FIX}"),
         ([entry(repo_id="org/" + "n" * 93)], "invalid repo id 'org/nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn..."

@@ -24,7 +24,7 @@ REPO_RULE = "expected 'org/name' (letters, digits, '-', '_', '.'), e.g. 'kernels
 NEW = "kernels-test/lfr-activation"
 OLD_A = "kernels-test/lfr-old-a"
 OLD_B = "kernels-test/lfr-old-b"
-KEYS = "repo_id, sha, variants, version, requirement, dependencies, kernel_depends, redirected_from, trusted_by"
+KEYS = "repo_id, sha, variants, version, requirement, dependencies, kernel_depends, redirected_from, trusted_by, signatures"
 
 
 def entry(repo_id: str = NEW, **changes) -> dict:

@@ -96,9 +96,13 @@ def test_help_beside_it_imports_none_of_it() -> None:
     assert "kernel_deps" in modules and not modules & {"kernels", "huggingface_hub", "torch"}
 
 
-def test_a_hugging_face_install_that_cannot_start_is_one_line_not_a_traceback() -> None:
-    # kernels 0.17.2 installed without what its CLI imports at start (pip install --no-deps).
-    env = {**env_with_peer(None), "PYTHONPATH": str(peer_path("0.17"))}
+def test_a_hugging_face_install_that_cannot_start_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    # kernels 0.17.2 installed without what its CLI imports at start (pip install --no-deps):
+    # kernel-deps itself depends on sigstore, so the missing module is one that fails to import.
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "sigstore.py").write_text("raise ModuleNotFoundError(\"No module named 'sigstore'\", name='sigstore')\n")
+    env = {**env_with_peer(None), "PYTHONPATH": f"{peer_path('0.17')}:{broken}"}
     result = subprocess.run([str(BIN / "kernels"), "info", "--help"], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr

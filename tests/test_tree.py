@@ -73,6 +73,7 @@ def test_tree_says_none_for_a_target_a_kernel_has_no_build_for(hub_env, tmp_path
         "name": ROCM_TARGET,
         "system": "torch 2.13, cxx11 ABI, ROCm 7.1, x86_64-linux",
         "variants": {ACTIVATION: None, UNIVERSAL: UNIVERSAL_VARIANT},
+        "signers": {ACTIVATION: None, UNIVERSAL: None},  # neither is signed
     }
     assert payload["this_machine"]["name"] is None
     assert payload["this_machine"]["variants"] == {ACTIVATION: CPU_VARIANT, UNIVERSAL: UNIVERSAL_VARIANT}

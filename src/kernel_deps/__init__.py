@@ -5,10 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["get_kernel", "get_local_kernel", "get_locked_kernel", "has_kernel", "load_kernel"]
+__all__ = [
+    "Identity", "SignaturePolicy", "get_kernel", "get_local_kernel", "get_locked_kernel", "has_kernel", "load_kernel",
+]
 
 if TYPE_CHECKING:
-    from kernel_deps.loader.api import get_kernel, get_local_kernel, get_locked_kernel, has_kernel, load_kernel
+    from kernel_deps.loader.api import (
+        Identity, SignaturePolicy, get_kernel, get_local_kernel, get_locked_kernel, has_kernel, load_kernel,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -767,9 +767,21 @@ def tree(project_dir: Path, as_json: bool) -> None:
     for serving in (*report.targets, report.this_machine):
         title = serving.name or f"this machine ({serving.system.describe()})"
         click.echo(f"\n{title}")
-        rows = [(f"  {repo_id}", variant or "none") for repo_id, variant in serving.variants.items()]
+        rows = [
+            (f"  {repo_id}", (variant or "none") + _signed_by(serving.signers.get(repo_id)))
+            for repo_id, variant in serving.variants.items()
+        ]
         if rows:
             _echo_table(rows)
+
+
+def _signed_by(signer) -> str:
+    """`` (signed by org/repo .github/workflows/build.yml@refs/heads/main)``, or nothing when unsigned."""
+    if signer is None:
+        return ""
+    from kernel_deps.core.signers import describe_signer
+
+    return f" (signed by {describe_signer(signer.issuer, signer.repository, signer.workflow, signer.ref)})"
 
 
 # A branch, the last branch and the line down past a branch, as ``tree`` draws them; and as

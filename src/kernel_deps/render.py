@@ -79,6 +79,12 @@ def note_line(note: LockNote) -> str:
         if len(note.passed_over) > HELD_BACK_SHOWN:
             reasons.append(f"{len(note.passed_over) - HELD_BACK_SHOWN} more newer versions neither")
         return f"{note.repo_id} {locked.version or locked.commit[:12]} ({'; '.join(reasons)})"
+    if note.kind == "held-back-unsigned":
+        reasons = [f"{p.version}: {p.signature}" for p in note.passed_over[:HELD_BACK_SHOWN]]
+        if len(note.passed_over) > HELD_BACK_SHOWN:
+            reasons.append(f"{len(note.passed_over) - HELD_BACK_SHOWN} more newer versions neither")
+        pin = locked.version or locked.commit[:12]
+        return f"{note.repo_id} {pin}, the newest version signed as required ({'; '.join(reasons)})"
     if note.kind == "skipped-build-folders":
         names = ", ".join(f"{BUILD_DIR}/{name}" for name in note.folders)
         why = "not a build variant name kernel-deps knows; not locked"

@@ -131,6 +131,11 @@ class VariantCheck:
         return self.present and self.actual_hash == self.expected_hash and not self.problems
 
 
+def walk_variant(folder: Path) -> list[tuple[str, Path]]:
+    """Every file (and link) under a variant folder: (path relative to it, POSIX; its path), sorted."""
+    return list(_walk_files(folder))
+
+
 def _walk_files(folder: Path) -> Iterable[tuple[str, Path]]:
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
         dirnames.sort()

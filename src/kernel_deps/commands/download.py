@@ -54,6 +54,7 @@ from kernel_deps.core.settings import (
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, serving_variant, targets_from_options
 from kernel_deps.core.variants import is_valid_variant_name, parse_variant, select_variant, system_for_variant
+from kernel_deps.core.signers import SignaturePolicy
 from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:  # a warm run finds everything in the cache: it imports neither the Hub client nor filelock
@@ -217,8 +218,12 @@ def download_lock(
     root: Path | None = None,
     progress: Progress | None = None,
     max_workers: int = HUB_WORKERS,
+    policy: SignaturePolicy | None = None,
 ) -> DownloadReport:
-    """Make every chosen variant of every locked kernel present and verified in the cache."""
+    """Make every chosen variant of every locked kernel present and verified in the cache:
+    its files the locked bytes, the digest its metadata.json declares met, and the bundle of
+    a signed variant verified again offline (under ``policy``'s trusted root) to the signer
+    the lock records."""
     progress = progress or Progress()
     root = root or cache.cache_root()
     tasks = [VariantTask(kernel, variant) for kernel in lock.kernels for variant in variants_for(kernel)]
@@ -226,6 +231,8 @@ def download_lock(
         if not is_valid_variant_name(task.variant):
             raise UnsafeRepoContentError(f"{task.kernel.repo_id}: {task.variant!r} is not a valid variant name")
     progress.start(tasks)
+    if policy is not None and any(task.variant in task.kernel.signatures for task in tasks):
+        _prepare_verifier(policy)  # sigstore's import overlaps the hashing of the cached files
     cached: list[VariantTask] = []
     fetched: list[VariantTask] = []
     outcomes: list[VariantOutcome] = []
@@ -239,6 +246,7 @@ def download_lock(
         else:
             missing.append(task)
     if not missing:
+        check_signed_variants(tasks, root, policy)
         return DownloadReport(cached, cache_root=root, outcomes=outcomes)
     if is_offline():
         names = ", ".join(t.label for t in missing)
@@ -263,7 +271,37 @@ def download_lock(
                     outcomes.append(VariantOutcome(task, cached=not files, files=files, size=size))
     order = {id(task): i for i, task in enumerate(tasks)}
     outcomes.sort(key=lambda outcome: order[id(outcome.task)])
+    check_signed_variants(tasks, root, policy)
     return DownloadReport(cached, fetched, files_fetched, bytes_fetched, root, outcomes)
+
+
+def _prepare_verifier(policy: SignaturePolicy) -> None:
+    import threading
+
+    from kernel_deps.lock.bundles import prepare
+
+    threading.Thread(target=prepare, args=(policy.trusted_root,), name="kernel-deps-sigstore", daemon=True).start()
+
+
+def check_signed_variants(tasks: Sequence[VariantTask], root: Path, policy: SignaturePolicy | None) -> None:
+    """Each placed variant against its metadata.json digest and, when the lock records its
+    signer, its bundle verified again offline; one error naming every variant that fails."""
+    from kernel_deps.lock.signatures import check_cached_variant, refusal
+
+    refused = []
+    for task in tasks:
+        repo = cache.find_repo_dir(task.kernel.repo_id, root)
+        folder = cache.variant_dir(repo, task.kernel.sha, task.variant) if repo else None
+        if folder is None:
+            continue
+        try:
+            paths = [rel for rel, _ in cache.walk_variant(folder)]
+            refused += check_cached_variant(task.kernel, task.variant, folder, paths, policy)
+        except OSError as exc:
+            raise _cache_error(task, exc, "read") from None
+    if refused:
+        error = refusal(refused)
+        raise type(error)(error.message.replace(f"{LOCK_NAME} not written", "the cached builds are not used"))
 
 
 def _cached_ok(task: VariantTask, root: Path) -> bool:
@@ -459,6 +497,11 @@ def download_project(
 
     if into is not None:
         check_folder(Path(into), cache.cache_root())  # bad input before anything is fetched
-    report = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress)
+    policy = None
+    if any(kernel.signatures for kernel in lock.kernels):  # a trusted root to verify under
+        from kernel_deps.project.pyproject import read_signature_policy
+
+        policy = read_signature_policy(Path(project_dir))
+    report = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress, policy=policy)
     placed = place_subset(report.wanted(), Path(into), root=report.cache_root) if into is not None else None
     return replace(report, lockfile=Path(project_dir) / LOCK_NAME, into=placed)

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from kernel_deps.core.errors import UsageError
 from kernel_deps.core.settings import KERNEL_STATUS_NAME, PYPROJECT_NAME, is_offline
+from kernel_deps.core.signers import SignaturePolicy
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target
-from kernel_deps.lock.freshness import Problem, check_sync, check_targets, check_trust
+from kernel_deps.lock.freshness import Problem, check_signatures, check_sync, check_targets, check_trust
 from kernel_deps.lock.model import (
     LockedKernel,
     Lockfile,
@@ -19,9 +20,10 @@ from kernel_deps.lock.model import (
     write_lockfile,
 )
 from kernel_deps.lock.read import read_lock
+from kernel_deps.lock.signatures import candidate_refusal, sign_lock
 from kernel_deps.lock.trust import judge_publishers, refusal
 from kernel_deps.project.edit import editing
-from kernel_deps.project.pyproject import read_project, read_targets, read_trust
+from kernel_deps.project.pyproject import read_project, read_signature_policy, read_targets, read_trust
 from kernel_deps.resolve.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
 
 if TYPE_CHECKING:  # imported when locking: verify and outdated read locks without the Hub client
@@ -29,7 +31,7 @@ if TYPE_CHECKING:  # imported when locking: verify and outdated read locks witho
     from kernel_deps.hub.view import KernelIndex
 
 
-SCHEMA_VERSION = 2  # of docs/schemas/lock.schema.json; see docs/ci.md
+SCHEMA_VERSION = 3  # of docs/schemas/lock.schema.json; see docs/ci.md
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +100,15 @@ class PassedOver:
     version: str  # its tag or branch (or short commit)
     commit: str
     missing: tuple[str, ...]
+    signature: str | None = None  # held-back-unsigned: why its builds are refused
 
     def to_json(self) -> dict:
+        if self.signature is not None:
+            return {"version": self.version, "commit": self.commit, "signature": self.signature}
         return {"version": self.version, "commit": self.commit, "missing_targets": list(self.missing)}
 
 
-NOTE_KINDS = ("redirect-followed", "held-back", "skipped-build-folders")
+NOTE_KINDS = ("redirect-followed", "held-back", "held-back-unsigned", "skipped-build-folders")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +117,7 @@ class LockNote:
 
     kind: str  # one of NOTE_KINDS
     repo_id: str  # redirect-followed: the repo asked for; else the locked kernel
-    locked: LockedPin | None = None  # held-back, skipped-build-folders
+    locked: LockedPin | None = None  # held-back, held-back-unsigned, skipped-build-folders
     redirects: tuple[str, ...] = ()  # redirect-followed: from the repo asked for to the one locked
     passed_over: tuple[PassedOver, ...] = ()  # held-back: newest first, every one
     folders: tuple[str, ...] = ()  # skipped-build-folders: the names under build/
@@ -123,7 +128,7 @@ class LockNote:
             data["redirects"] = list(self.redirects)
         else:
             data["locked"] = self.locked.to_json() if self.locked else None
-        if self.kind == "held-back":
+        if self.kind in ("held-back", "held-back-unsigned"):
             data["passed_over"] = [p.to_json() for p in self.passed_over]
         if self.kind == "skipped-build-folders":
             data["folders"] = list(self.folders)
@@ -229,6 +234,7 @@ def lock_while_editing(
         targets = read_targets(project_dir)
     targets = tuple(targets)
     publishers = read_trust(project_dir)
+    policy = read_signature_policy(project_dir)
     path = lock_path(project_dir)
     prior = read_lock(path, purpose="lock")  # any tool's lock: its commits are kept, its layout replaced
     previous, raw, foreign = (prior.lock, prior.raw, prior.written_by) if prior else (None, None, None)
@@ -243,6 +249,8 @@ def lock_while_editing(
 
     # Allowances the prior lock relied on that pyproject.toml no longer lists (judged offline).
     withdrawn = check_trust(publishers, previous) if previous is not None and foreign is None else []
+    # Signers the prior lock records that the signature policy no longer allows (judged offline).
+    withdrawn += check_signatures(policy, previous) if previous is not None and foreign is None else []
     if (not write and not upgrade and not upgrade_packages and not uncovered and not withdrawn
             and _holds(previous, raw, requirements)):  # fmt: skip
         # Every requirement is met by its pin and every target served by it, so resolving
@@ -262,14 +270,16 @@ def lock_while_editing(
     hub = hub or HubClient()
     # One time budget for the whole resolution. Pins hold: a redirect added upstream since
     # the lock was made moves a pinned repo only once --upgrade releases its pin.
-    with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers) as index:
+    with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers, on_signed=_preparer(policy)) as index:
         followed = index.follow_redirects(requirements)
         redirected_from = _redirected_from(requirements, followed)
-        resolution = resolve(followed, index, pins=pins, targets=targets)
+        signed = (lambda repo_id, commit: candidate_refusal(index, policy, repo_id, commit)) if targets else None
+        resolution = resolve(followed, index, pins=pins, targets=targets, signed=signed)
         lock = build_lockfile(resolution, followed, index, pins=pins, redirected_from=redirected_from)
         lock, untrusted = judge_publishers(lock, publishers, lambda org: _hub_trusts(index, org))
         if untrusted:
             raise refusal(untrusted)
+        lock = sign_lock(lock, policy, index)
         notes = [
             LockNote("redirect-followed", source, redirects=(source, *(hop.destination for hop in hops)))
             for source, hops in sorted(index.redirects_followed.items())
@@ -289,6 +299,17 @@ def lock_while_editing(
     )
 
 
+def _preparer(policy: SignaturePolicy) -> Callable[[], None]:
+    """What the index runs once it meets a signed variant: sigstore imported and the verifier built."""
+
+    def prepare() -> None:
+        from kernel_deps.lock.bundles import prepare as prepare_verifier
+
+        prepare_verifier(policy.trusted_root)
+
+    return prepare
+
+
 def _hub_trusts(index: KernelIndex, org: str) -> tuple[bool, str]:
     answer = index.publisher(org)
     return answer.trusted, answer.reason
@@ -304,6 +325,10 @@ def resolution_notes(resolution: Resolution, lock: Lockfile, index: KernelIndex)
         if passed:
             over = tuple(PassedOver(c.ref_name, c.commit, tuple(missed)) for c, missed in passed)
             notes.append(LockNote("held-back", entry.repo_id, LockedPin.of(entry), passed_over=over))
+        unsigned = resolution.held_back_unsigned.get(entry.repo_id, ())
+        if unsigned:
+            over = tuple(PassedOver(c.ref_name, c.commit, (), why) for c, why in unsigned)
+            notes.append(LockNote("held-back-unsigned", entry.repo_id, LockedPin.of(entry), passed_over=over))
         skipped = index.tree(entry.repo_id, entry.sha).skipped
         if skipped:
             notes.append(LockNote("skipped-build-folders", entry.repo_id, LockedPin.of(entry), folders=tuple(skipped)))

@@ -12,7 +12,7 @@ dependency is read from its ``metadata.json`` when one of its variants is in the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -23,11 +23,11 @@ from kernel_deps.core.settings import BUILD_DIR
 from kernel_deps.core.spec import parse_kernel_depends
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, serving_variant
-from kernel_deps.lock.model import LockedKernel, Lockfile, lock_path
+from kernel_deps.lock.model import LockedKernel, Lockfile, VariantSigner, lock_path
 from kernel_deps.lock.read import read_lock
 from kernel_deps.project.pyproject import read_project
 
-SCHEMA_VERSION = 1  # of docs/schemas/tree.schema.json; see docs/ci.md
+SCHEMA_VERSION = 2  # of docs/schemas/tree.schema.json; see docs/ci.md
 _CHECK_CACHE = "run 'kernels verify' to check the cached files against the lock"
 
 
@@ -62,9 +62,12 @@ class Serving:
     name: str | None  # the target's name; None for this machine
     system: SystemInfo
     variants: dict[str, str | None]
+    # Who signed each serving build's metadata.json, as the lock records it (None: unsigned or no build).
+    signers: dict[str, VariantSigner | None] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "system": self.system.describe(), "variants": self.variants}
+        signers = {repo_id: s.to_dict() if s else None for repo_id, s in self.signers.items()}
+        return {"name": self.name, "system": self.system.describe(), "variants": self.variants, "signers": signers}
 
     @property
     def unserved(self) -> list[str]:
@@ -171,4 +174,6 @@ def _reachable(lock: Lockfile, start: Sequence[str]) -> set[str]:
 
 def _serving(lock: Lockfile, name: str | None, system: SystemInfo) -> Serving:
     target = Target(name or "this machine", system)
-    return Serving(name, system, {k.repo_id: serving_variant(target, k.variants) for k in lock.kernels})
+    variants = {k.repo_id: serving_variant(target, k.variants) for k in lock.kernels}
+    signers = {k.repo_id: k.signatures.get(variants[k.repo_id] or "") for k in lock.kernels}
+    return Serving(name, system, variants, signers)

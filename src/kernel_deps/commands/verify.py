@@ -43,12 +43,14 @@ from kernel_deps.lock.freshness import (
     Problem,
     check_sync,
     check_targets,
+    check_signatures,
     check_trust,
     unrecorded_requirements,
 )
 from kernel_deps.lock.model import LockedKernel, Lockfile, lock_path
 from kernel_deps.lock.read import read_lock
-from kernel_deps.project.pyproject import read_project, read_trust
+from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.project.pyproject import read_project, read_signature_policy, read_trust
 
 if TYPE_CHECKING:  # imported by --online only: an offline verify never loads the Hub client
     from kernel_deps.hub.client import HubClient
@@ -64,6 +66,9 @@ _FILE_MESSAGES = {
 }
 SYNC_KINDS = frozenset({"not-locked", "unsatisfied", "requirement-changed", "removed", "orphan", "target-not-served",
                         "dependency-unsatisfied"})  # fmt: skip
+# The lock's recorded signers against the policy; a cached variant, its files the locked bytes,
+# against its digest and its bundle verified again.
+SIGNED_KINDS = frozenset({"signer-not-allowed", "signature-missing", "digest-mismatch", "signature-invalid"})
 FILE_KINDS = frozenset(_FILE_MESSAGES)  # a cached variant's files differ: a fresh download repairs them
 CACHE_KINDS = FILE_KINDS | {"unreadable", "unlocked-variant", "not-cached", "no-variant", "target-not-cached"}
 HUB_KINDS = frozenset({"repo-missing", "commit-missing", "ref-missing", "ref-moved", "hub-hash-mismatch",
@@ -76,7 +81,7 @@ NOTICE_KINDS = frozenset({"ref-advanced", "foreign-lock", "requirements-not-reco
 LOCAL_KINDS = frozenset({"local-override"})
 
 
-SCHEMA_VERSION = 2  # of docs/schemas/verify.schema.json; see docs/ci.md
+SCHEMA_VERSION = 3  # of docs/schemas/verify.schema.json; see docs/ci.md
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,8 @@ class VerifyReport:
     online: bool
     notices: list[Problem] = field(default_factory=list)
     wheels: list[cache.VariantCheck] = field(default_factory=list)  # installed kernel wheels checked
+    # (repo id, variant) -> who signed it, as the lock records it (and verified again from the cache).
+    signers: dict[tuple[str, str], dict] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -112,7 +119,8 @@ class VerifyReport:
             "problems": [asdict(problem) for problem in self.problems],
             "notices": [asdict(notice) for notice in self.notices],
             "verified": [
-                {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash, "path": str(c.path)}
+                {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash,
+                 "path": str(c.path), "signer": self.signers.get((c.repo_id, c.variant))}
                 for c in self.verified
             ],
             "wheels": [
@@ -155,8 +163,10 @@ def verify_project(
         message = (f"{LOCAL_KERNELS_ENV} is set ({describe_overrides(overrides)}): loads of those kernels use the "
                    f"local builds instead of {path.name}; unset {LOCAL_KERNELS_ENV} to ship")  # fmt: skip
         local_problems.append(Problem("local-override", None, None, None, message))
+    policy = read_signature_policy(project_dir)
     if written_by is None:
         problems = check_sync(requirements, lock) + check_trust(read_trust(project_dir), lock)
+        problems += check_signatures(policy, lock)
         notices += filter(None, [unrecorded_requirements(lock)])  # an older lock: what 'kernels lock' adds
     else:  # it records no versions or requirements to judge sync by
         problems = []
@@ -166,7 +176,7 @@ def verify_project(
     problems += check_targets(declared, lock)
     problems = local_problems + problems
     cache_problems, checked = check_cache(lock, cache_root=cache_root)
-    problems += cache_problems
+    problems += cache_problems + check_signed_cache(lock, checked, policy)
     wheel_problems, wheels = check_wheels(lock)
     problems += wheel_problems
     present = {(c.repo_id, c.variant) for c in checked} | {(c.repo_id, c.variant) for c in wheels}
@@ -182,7 +192,31 @@ def verify_project(
         with hub.operation():  # one time budget for every question to the Hub
             for found in check_hub(lock, hub):
                 (notices if found.kind in NOTICE_KINDS else problems).append(found)
-    return VerifyReport(path, len(lock.kernels), problems, checked, online, notices, wheels)
+    signers = {(k.repo_id, name): signer.to_dict() for k in lock.kernels for name, signer in k.signatures.items()}
+    return VerifyReport(path, len(lock.kernels), problems, checked, online, notices, wheels, signers)
+
+
+def check_signed_cache(lock: Lockfile, checked: Sequence[cache.VariantCheck], policy: SignaturePolicy) -> list[Problem]:
+    """Each cached variant that holds the locked bytes against its metadata.json digest and,
+    when the lock records its signer, its bundle verified again offline; no network."""
+    from kernel_deps.lock.signatures import check_cached_variant
+
+    problems = []
+    for check in (c for c in checked if c.ok):
+        kernel = lock.get(check.repo_id)
+        assert kernel is not None
+        try:
+            found = check_cached_variant(kernel, check.variant, check.path, check.files, policy)
+        except OSError as exc:
+            message = f"{check.repo_id} {check.variant}: cannot read the cached copy ({exc.strerror or exc})"
+            problems.append(Problem("unreadable", check.repo_id, check.variant, None, message))
+            continue
+        for refused in found:
+            kind = "digest-mismatch" if refused.kind == "digest" else "signature-invalid"
+            path = refused.expected.partition(" = ")[0] if refused.kind == "digest" else None
+            problems.append(Problem(kind, check.repo_id, check.variant, path, refused.describe(), refused.expected,
+                                    refused.found))  # fmt: skip
+    return problems
 
 
 # -- (c) lock <-> cache ---------------------------------------------------------------

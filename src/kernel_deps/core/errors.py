@@ -279,3 +279,12 @@ class TargetNotServedError(KernelDepsError):
 
 class UntrustedPublisherError(KernelDepsError):
     """A kernel to be locked comes from a publisher neither the Hub nor the project trusts."""
+
+
+class SignatureError(KernelDepsError):
+    """A variant's Sigstore signature is invalid, its signer is not one the project allows, or
+    it is unsigned while the project requires signatures; names kernel, variant, expected and found."""
+
+
+class DigestMismatchError(KernelDepsError):
+    """Files of a variant do not match the digest its ``metadata.json`` declares."""

@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Sequence, TypeVar
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core import jsondoc
+from kernel_deps.core.digests import BUNDLE_NAME
 from kernel_deps.core.errors import (
     HubError,
     InvalidKernelMetadataError,
@@ -80,6 +81,7 @@ class KernelIndex:
         max_workers: int = HUB_RESOLVE_WORKERS,
         held: Iterable[str] = (),
         publishers: Sequence[str] | None = None,
+        on_signed: Callable[[], object] | None = None,
     ) -> None:
         self.hub = hub
         # Prefetch tasks may wait on Hub calls; Hub calls never wait on anything. Two pools
@@ -97,6 +99,9 @@ class KernelIndex:
         # the Hub is never asked about them. Otherwise each repo met whose organization the
         # project does not allow has its organization asked about in the background.
         self.publishers = None if publishers is None else tuple(publishers)
+        # Called once, in the background, when the first signed variant is met (a lock
+        # prepares its signature verifier then, while the resolution's requests are under way).
+        self.on_signed = on_signed
         self._cache_root = cache.cache_root()
 
     def close(self, *, wait: bool = True) -> None:
@@ -122,6 +127,15 @@ class KernelIndex:
             if not asked:
                 self._calls.submit(self._quietly, self.publisher, org)
         return self._once(("refs", repo_id), lambda: self.hub.list_refs(repo_id))
+
+    def _signed_once(self) -> None:
+        with self._lock:
+            if ("signed",) in self._memo:
+                return
+            self._memo[("signed",)] = _Once()
+        hook = self.on_signed
+        assert hook is not None
+        self._pool.submit(self._quietly, lambda _: hook(), None)
 
     def publisher(self, org: str) -> PublisherTrust:
         """Whether the Hub trusts ``org`` as a kernel publisher, asked once per run."""
@@ -162,8 +176,18 @@ class KernelIndex:
                 for entry in files
                 if entry.path == f"{BUILD_DIR}/{variant}/metadata.json"
             ]
+            bundles = [
+                entry for variant, files in tree.files.items() for entry in files
+                if entry.path == f"{BUILD_DIR}/{variant}/{BUNDLE_NAME}"
+            ]  # fmt: skip
+            if bundles and self.on_signed is not None:
+                self._signed_once()
             # Every file read at once; variants whose metadata.json is the same content share one read.
             metadata = list(self._calls.map(lambda item: self._metadata_of(repo_id, commit, item[1]), listed))
+            # Each variant's signature bundle, which locking verifies, read in the background
+            # (on the prefetch threads: the resolution's own requests go first).
+            for entry in bundles:
+                self._pool.submit(self._quietly, lambda e: self.small_file(repo_id, commit, e), entry)
             found: dict[tuple, KernelRequirement] = {}
             for (variant, _), meta in zip(listed, metadata):
                 source = f"{repo_id}@{commit[:12]} build/{variant}/metadata.json"
@@ -240,11 +264,22 @@ class KernelIndex:
         found = list(self._calls.map(lambda req: self.redirects_from(req.repo_id), requirements))
         return [replace(req, repo_id=hops[-1].destination) if hops else req for req, hops in zip(requirements, found)]
 
-    def _metadata_of(self, repo_id: str, commit: str, entry: TreeFile) -> dict:
-        """A listed ``metadata.json``, read once per content hash in this run; the bytes
-        must be the content the listing names, since other variants take them on trust."""
+    def parsed_metadata(self, repo_id: str, commit: str, entry: TreeFile) -> dict:
+        """A listed ``metadata.json``, parsed once per content hash in this run."""
+        return self._metadata_of(repo_id, commit, entry)
 
-        def fetch() -> dict:
+    def _metadata_of(self, repo_id: str, commit: str, entry: TreeFile) -> dict:
+        source = f"{repo_id}@{commit[:12]}: {entry.path}"
+        return self._once(("metadata", entry.content_hash),
+                          lambda: parse_metadata(self.small_file(repo_id, commit, entry), source))  # fmt: skip
+
+    def small_file(self, repo_id: str, commit: str, entry: TreeFile) -> bytes:
+        """The bytes of a listed small file (``metadata.json``, its ``.sigstore`` bundle), read
+        once per content hash in this run, from the cache when a blob of that name is there,
+        and kept there when fetched; the bytes must be the content the listing names, since
+        other variants take them on trust."""
+
+        def fetch() -> bytes:
             source = f"{repo_id}@{commit[:12]}: {entry.path}"
             repo = cache.repo_dir(repo_id, self.hub.repo_type(repo_id), self._cache_root)
             data = cache.read_blob(repo, entry.content_hash, MAX_SMALL_FILE_BYTES)
@@ -257,9 +292,13 @@ class KernelIndex:
                         f"{entry.content_hash}, Got {got}); refusing to lock this kernel"
                     )
                 cache.keep_blob(repo, entry.content_hash, data)
-            return parse_metadata(data, source)
+            return data
 
-        return self._once(("metadata", entry.content_hash), fetch)
+        return self._once(("file", entry.content_hash), fetch)
+
+    def map_calls(self, fn: Callable[[T], object], items: Iterable[T]) -> list:
+        """``fn`` over ``items`` on the run's Hub call threads, results in order."""
+        return list(self._calls.map(fn, items))
 
     def metadata(self, repo_id: str, commit: str, variant: str) -> dict:
         """The parsed ``build/<variant>/metadata.json`` at ``commit`` (read, not cached on disk)."""

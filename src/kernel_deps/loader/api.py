@@ -44,6 +44,7 @@ from kernel_deps.core.errors import (
     UsageError,
 )
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
+from kernel_deps.core.signers import Identity, SignaturePolicy
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.variants import select_variant
 from kernel_deps.loader import verified_import
@@ -204,6 +205,7 @@ def get_kernel(
     revision: str | None = None,
     backend: str | None = None,
     trust_remote_code: bool | list[str] = False,
+    signature_policy: SignaturePolicy | None = None,
 ) -> ModuleType:
     """Unlocked use, as the Hugging Face library's ``get_kernel``: resolve, download verified, load.
 
@@ -212,13 +214,18 @@ def get_kernel(
     commit) is required, as in the Hugging Face library. ``trust_remote_code`` has its
     meaning there: ``False`` loads a kernel (and each of its dependencies) only when the
     Hub trusts its publisher; a list of repo ids allows those too; ``True`` allows any.
+    With ``signature_policy`` (``SignaturePolicy(identities=(Identity(...),), require=True,
+    trusted_root=...)``), every build resolved is held to it as ``kernels lock`` holds a
+    project's (SignatureError otherwise), and the loaded build's bundle is verified again
+    from the cache, offline, right before it is imported.
     """
     system = system_for_backend(backend)
     override = _override(repo_id, system)
     if override is not None:
         return override
-    lock, requirement = _resolve_unlocked(repo_id, version, revision, "get_kernel", trust_remote_code)
-    return _load(repo_id, LockSource(lock, "get_kernel", f"resolved {requirement.describe()}"), allow_download=True, system=system)
+    lock, requirement = _resolve_unlocked(repo_id, version, revision, "get_kernel", trust_remote_code, signature_policy)
+    source = LockSource(lock, "get_kernel", f"resolved {requirement.describe()}")
+    return _load(repo_id, source, allow_download=True, system=system, policy=signature_policy)
 
 
 def has_kernel(
@@ -281,7 +288,8 @@ def _override(repo_id: str, system: SystemInfo, *, stacklevel: int = 3) -> Modul
 
 
 def _resolve_unlocked(
-    repo_id: str, version: int | str | None, revision: str | None, function: str, trust_remote_code: object = False
+    repo_id: str, version: int | str | None, revision: str | None, function: str, trust_remote_code: object = False,
+    signature_policy: SignaturePolicy | None = None,
 ) -> tuple[Lockfile, "KernelRequirement"]:
     """A one-kernel lock (its dependencies included) for ``version`` or ``revision``, from
     the Hub; every kernel of it trusted as ``trust_remote_code`` says, else UntrustedPublisherError."""
@@ -325,6 +333,10 @@ def _resolve_unlocked(
         lock = build_lockfile(resolution, [requirement], index)
         if allowed is not None:
             _check_publishers(lock, allowed, index, function)
+        if signature_policy is not None:
+            from kernel_deps.lock.signatures import sign_lock
+
+            lock = sign_lock(lock, signature_policy, index)
     return lock, requirement
 
 
@@ -362,7 +374,10 @@ def system_for_backend(backend: str | None) -> SystemInfo:
     )
 
 
-def _load(repo_id: str, source: LockSource, *, allow_download: bool, system: SystemInfo | None = None) -> ModuleType:
+def _load(
+    repo_id: str, source: LockSource, *, allow_download: bool, system: SystemInfo | None = None,
+    policy: SignaturePolicy | None = None,
+) -> ModuleType:
     kernel = source.lock.get(repo_id)
     if kernel is None:
         raise KernelNotLockedError(
@@ -375,14 +390,16 @@ def _load(repo_id: str, source: LockSource, *, allow_download: bool, system: Sys
         module = _loaded.get(key)
         if module is not None:
             return module
-        check = _verified_variant(source.lock, kernel, variant, allow_download=allow_download)
+        check = _verified_variant(source.lock, kernel, variant, allow_download=allow_download, policy=policy)
         module = _import_variant(kernel, variant, check)
         module.__kernel_origin__ = KernelOrigin(repo_id, kernel.sha, variant, check.path, source.origin, source.path)
         _loaded[key] = module
         return module
 
 
-def _verified_variant(lock: Lockfile, kernel: LockedKernel, variant: str, *, allow_download: bool) -> cache.VariantCheck:
+def _verified_variant(
+    lock: Lockfile, kernel: LockedKernel, variant: str, *, allow_download: bool, policy: SignaturePolicy | None = None
+) -> cache.VariantCheck:
     expected = kernel.variants[variant].hash
     check = _check(kernel, variant, expected)
     if not check.present:
@@ -394,7 +411,7 @@ def _verified_variant(lock: Lockfile, kernel: LockedKernel, variant: str, *, all
 
         if not is_offline():
             # The whole lock, so the entry keeps its dependencies' entries; only this variant.
-            download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [])
+            download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [], policy=policy)
             check = _check(kernel, variant, expected)
     if not check.present:
         from kernel_deps.cache.installed import unusable_wheels
@@ -410,6 +427,13 @@ def _verified_variant(lock: Lockfile, kernel: LockedKernel, variant: str, *, all
             f"refusing to load {kernel.repo_id} {variant}: the cached files differ from kernels.lock: {details}; "
             "run 'kernels download' to repair the cache"
         )
+    if policy is not None:
+        from kernel_deps.lock.signatures import check_cached_variant, refusal
+
+        refused = check_cached_variant(kernel, variant, check.path, check.files, policy)
+        if refused:
+            error = refusal(refused)
+            raise type(error)(error.message.replace("kernels.lock not written", f"refusing to load {kernel.repo_id}"))
     return check
 
 
@@ -499,6 +523,7 @@ def loaded_kernels() -> dict[tuple[str, str, str], ModuleType]:
 
 
 __all__ = [
+    "Identity",
     "KernelCacheReadError",
     "KernelImportError",
     "KernelIntegrityError",
@@ -507,6 +532,7 @@ __all__ = [
     "KernelOrigin",
     "LockNotFoundError",
     "LockSource",
+    "SignaturePolicy",
     "find_lock",
     "get_kernel",
     "get_local_kernel",

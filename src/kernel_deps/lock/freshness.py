@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from kernel_deps.core.signers import SignaturePolicy, describe_signer
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target, missing_targets
 from kernel_deps.core.versions import locked_ref, parse_version_ref, satisfies
@@ -142,6 +143,31 @@ def check_trust(publishers: Sequence[str], lock: Lockfile) -> list[Problem]:
                 "to ask the Hub whether it trusts the publisher"
             )
             problems.append(Problem("trust-removed", kernel.repo_id, None, None, message, allowance, None))
+    return problems
+
+
+def check_signatures(policy: SignaturePolicy, lock: Lockfile) -> list[Problem]:
+    """Variants whose signer, as the lock records it, the project's signature policy no longer
+    allows, and, when it requires signatures, variants the lock records no signer for; no network."""
+    problems = []
+    for kernel in lock.kernels:
+        for variant in kernel.variants:
+            signer = kernel.signatures.get(variant)
+            if signer is None:
+                if policy.require:
+                    message = (
+                        f"{kernel.repo_id} build {variant}: [tool.kernels.trust] require-signatures = true, but "
+                        f"kernels.lock records no signer for it (expected a signed metadata.json; found none locked)"
+                    )
+                    problems.append(Problem("signature-missing", kernel.repo_id, variant, None,
+                                            f"{message}; {RELOCK_HINT}", "a signer", None))  # fmt: skip
+                continue
+            reason = policy.problem(kernel.repo_id, signer.issuer, signer.repository, signer.workflow, signer.ref)
+            if reason is not None:
+                message = f"{kernel.repo_id} build {variant}: the signer kernels.lock records is not allowed: {reason}"
+                found = describe_signer(signer.issuer, signer.repository, signer.workflow, signer.ref)
+                problems.append(Problem("signer-not-allowed", kernel.repo_id, variant, None,
+                                        f"{message}; {RELOCK_HINT}", None, found))  # fmt: skip
     return problems
 
 

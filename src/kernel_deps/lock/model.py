@@ -45,7 +45,7 @@ from kernel_deps.core.spec import (
 from kernel_deps.core.variants import MAX_NAME_LENGTH as MAX_VARIANT_NAME_LENGTH
 
 __all__ = [
-    "LockedKernel", "Lockfile", "VariantLock", "lock_path", "requirement_from_text", "write_lockfile",
+    "LockedKernel", "Lockfile", "VariantLock", "VariantSigner", "lock_path", "requirement_from_text", "write_lockfile",
 ]  # fmt: skip
 
 COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
@@ -53,13 +53,16 @@ _HASH = re.compile(r"sha256-[0-9a-f]{64}")
 _VARIANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _ENTRY_KEYS = (
     "repo_id", "sha", "variants", "version", "requirement", "dependencies", "kernel_depends", "redirected_from",
-    "trusted_by",
+    "trusted_by", "signatures",
 )  # fmt: skip
 # Why a kernel's publisher is trusted: the Hub's flag, or the [tool.kernels.trust] entry allowing it.
 TRUSTED_BY_HUB = "hub"
 TRUSTED_BY_PROJECT = "pyproject:"
 _REQUIRED_KEYS = ("repo_id", "sha", "variants", "dependencies")
 _VARIANT_KEYS = ("hash", "hash_type")
+_SIGNER_KEYS = ("issuer", "identity", "repository", "workflow", "ref", "metadata_sha256")
+_SIGNER_REQUIRED = ("issuer", "identity", "metadata_sha256")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _FIX = "fix the entry or rerun 'kernels lock'"
 _MAJOR_TEXT = re.compile(rf"[0-9]{{1,{MAX_MAJOR_DIGITS}}}")
 _REQUIREMENT_TEXT = "expected a requirement as kernel-depends states it: a PEP 440 range, a major like 1, or revision=REV"
@@ -200,6 +203,46 @@ class VariantLock:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class VariantSigner:
+    """Who signed a variant's ``metadata.json`` (its Sigstore certificate, verified when locked)
+    and the SHA-256 of the bytes signed. ``repository``, ``workflow`` and ``ref`` are None for a
+    certificate that names no GitHub workflow."""
+
+    issuer: str  # the OIDC issuer
+    identity: str  # the certificate's identity (its SAN URI)
+    repository: str | None = None  # org/name of its Source Repository URI
+    workflow: str | None = None  # the workflow path of its Build Signer URI
+    ref: str | None = None  # the git ref of its Build Signer URI
+    metadata_sha256: str = ""
+
+    def __post_init__(self) -> None:
+        for key in ("issuer", "identity", "repository", "workflow", "ref"):
+            value = getattr(self, key)
+            if value is None and key not in _SIGNER_REQUIRED:
+                continue
+            if not isinstance(value, str) or not value or len(value) > 1000:
+                raise invalid(f".{key}", key, value, "expected a non-empty string")
+        if not isinstance(self.metadata_sha256, str) or not _SHA256_HEX.fullmatch(self.metadata_sha256):
+            expected = "expected 64 lowercase hex characters"
+            raise invalid(".metadata_sha256", "metadata_sha256", self.metadata_sha256, expected)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> VariantSigner:
+        """Build from a lock's JSON object; FieldError naming the bad key."""
+        obj = check_object(raw, "", _SIGNER_KEYS, _SIGNER_REQUIRED)
+        return cls(
+            issuer=obj["issuer"], identity=obj["identity"], repository=_get_optional(obj, "repository"),
+            workflow=_get_optional(obj, "workflow"), ref=_get_optional(obj, "ref"),
+            metadata_sha256=obj["metadata_sha256"],
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {"issuer": self.issuer, "identity": self.identity}
+        data |= {key: getattr(self, key) for key in ("repository", "workflow", "ref") if getattr(self, key) is not None}
+        return data | {"metadata_sha256": self.metadata_sha256}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class LockedKernel:
     """One locked kernel: its commit, variant hashes, resolved version, spec and dependencies."""
 
@@ -221,6 +264,9 @@ class LockedKernel:
     # organization) or "pyproject:<entry>" (the [tool.kernels.trust] publishers entry, its
     # organization or its repo id, that allowed it). None: not recorded (an older lock).
     trusted_by: str | None = None
+    # Variant name -> who signed its metadata.json, for each variant that is signed (kept
+    # beside ``variants``, which the Hugging Face library up to 0.16 reads strictly).
+    signatures: Mapping[str, VariantSigner] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if reason := repo_id_problem(self.repo_id):
@@ -267,6 +313,14 @@ class LockedKernel:
         ):  # fmt: skip
             expected = f'expected "{TRUSTED_BY_HUB}", or "{TRUSTED_BY_PROJECT}" and its organization or its repo id'
             raise invalid(".trusted_by", "trusted_by", self.trusted_by, expected)
+        if not isinstance(self.signatures, Mapping):
+            raise invalid(".signatures", "signatures", self.signatures, "expected an object of variant name -> signer")
+        for name, signer in self.signatures.items():
+            if name not in self.variants:
+                raise invalid(f".signatures{step(name)}", "variant", name, "expected a variant of this entry")
+            if not isinstance(signer, VariantSigner):
+                raise invalid(f".signatures{step(name)}", "signer", signer, "expected a VariantSigner")
+        object.__setattr__(self, "signatures", _FrozenMap(sorted(self.signatures.items())))
 
     @property
     def trusted_as(self) -> str | None:
@@ -289,6 +343,7 @@ class LockedKernel:
             kernel_depends=_get_optional(entry, "kernel_depends", "an object of dependency repo id -> requirements"),
             redirected_from=entry.get("redirected_from", ()),
             trusted_by=_get_optional(entry, "trusted_by"),
+            signatures=_get_signatures(entry),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -306,6 +361,8 @@ class LockedKernel:
             entry["redirected_from"] = list(self.redirected_from)
         if self.trusted_by is not None:
             entry["trusted_by"] = self.trusted_by
+        if self.signatures:
+            entry["signatures"] = {name: signer.to_dict() for name, signer in self.signatures.items()}
         return entry
 
 
@@ -475,3 +532,17 @@ def _get_variants(entry: dict[str, Any]) -> Any:
         except FieldError as exc:
             raise exc.within(f".variants{step(name)}") from None
     return variants
+
+
+def _get_signatures(entry: dict[str, Any]) -> Any:
+    """``entry["signatures"]`` with each JSON object made a VariantSigner, errors under ``.signatures.<name>``."""
+    raw = _get_optional(entry, "signatures", "an object of variant name -> signer")
+    if raw is None or not isinstance(raw, dict):
+        return {} if raw is None else raw  # LockedKernel refuses a non-object, naming the key
+    signers: dict[str, VariantSigner] = {}
+    for name, value in raw.items():
+        try:
+            signers[name] = VariantSigner.from_dict(value)
+        except FieldError as exc:
+            raise exc.within(f".signatures{step(name)}") from None
+    return signers

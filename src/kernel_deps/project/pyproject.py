@@ -23,6 +23,7 @@ from tomlkit.toml_document import TOMLDocument
 
 from kernel_deps.core.errors import InvalidRepoIdError, PyprojectError
 from kernel_deps.core.settings import PYPROJECT_NAME
+from kernel_deps.core.signers import GITHUB_ISSUER, Identity, SignaturePolicy
 from kernel_deps.core.spec import (
     TABLE,
     InvalidEntry,
@@ -41,6 +42,9 @@ _PATH = ("tool", "kernels", "dependencies")
 _TARGETS_PATH = ("tool", "kernels", "targets")
 _TRUST_PATH = ("tool", "kernels", "trust")
 TRUST_EXAMPLE = 'publishers = ["my-org", "other-org/one-kernel"]'
+_TRUST_KEYS = ("publishers", "trusted-root", "require-signatures", "identities")
+IDENTITY_EXAMPLE = '{ repository = "org/name", workflow = ".github/workflows/build.yml", ref = "refs/heads/main" }'
+_IDENTITY_KEYS = ("repository", "workflow", "ref", "issuer")
 
 
 def read_pyproject_text(project_dir: Path) -> str:
@@ -153,11 +157,11 @@ def trust_from_table(kernels: dict[str, Any] | None, text: str, source: str) -> 
             f"{where}: tool.kernels.trust = {show_toml(table)}: "
             f"expected a table like [tool.kernels.trust] {TRUST_EXAMPLE}"
         )
-    unknown = sorted(key for key in table if key != "publishers")
+    unknown = sorted(key for key in table if key not in _TRUST_KEYS)
     if unknown:
         raise pyproject_error(
             f"{where}: tool.kernels.trust has an unknown key {show_toml(unknown[0])}; "
-            f"expected only {TRUST_EXAMPLE}"
+            f"expected only {', '.join(_TRUST_KEYS)}, like {TRUST_EXAMPLE}"
         )
     value = table.get("publishers", [])
     line = _line_of(text, (*_TRUST_PATH, "publishers"), value) or line
@@ -173,6 +177,85 @@ def trust_from_table(kernels: dict[str, Any] | None, text: str, source: str) -> 
                 f"nor a repo id (org/name); expected a list like {TRUST_EXAMPLE}"
             )
     return tuple(value)
+
+
+def read_signature_policy(project_dir: Path) -> SignaturePolicy:
+    """What ``[tool.kernels.trust]`` (and each kernel's own ``identities``) asks of signatures."""
+    text = _read_pyproject(Path(project_dir), missing_ok=False)
+    assert text is not None
+    source = str(Path(project_dir) / PYPROJECT_NAME)
+    kernels, _ = _kernels_table(text, source)
+    return signature_policy_from_table(kernels, text, source, Path(project_dir))
+
+
+def signature_policy_from_table(
+    kernels: dict[str, Any] | None, text: str, source: str, project_dir: Path
+) -> SignaturePolicy:
+    """The signature policy of a ``[tool.kernels]`` table of ``text``; PyprojectError naming the line and key."""
+    trust_from_table(kernels, text, source)  # the table's shape and its unknown keys
+    table = (kernels or {}).get("trust", {})
+    root = table.get("trusted-root")
+    if root is not None and (not isinstance(root, str) or not root.strip() or "\0" in root):
+        raise pyproject_error(
+            f"{_where(text, source, 'trusted-root', root)}: tool.kernels.trust.trusted-root = {show_toml(root)}: "
+            'expected the path of a Sigstore trusted root JSON file, like trusted-root = "sigstore/trusted_root.json"'
+        )
+    require = table.get("require-signatures", False)
+    if not isinstance(require, bool):
+        raise pyproject_error(
+            f"{_where(text, source, 'require-signatures', require)}: tool.kernels.trust.require-signatures = "
+            f"{show_toml(require)}: expected true or false"
+        )
+    identities = _identities(table.get("identities", []), text, source, (*_TRUST_PATH, "identities"),
+                             "tool.kernels.trust.identities")  # fmt: skip
+    narrowed: dict[str, tuple[Identity, ...]] = {}
+    for repo_id, value in ((kernels or {}).get("dependencies") or {}).items():
+        if isinstance(value, dict) and "identities" in value:
+            path = (*_PATH, repo_id, "identities")
+            name = f"{TABLE} {show_toml(repo_id)}.identities"
+            narrowed[repo_id] = _identities(value["identities"], text, source, path, name)
+            if not narrowed[repo_id]:
+                line = _line_of(text, path, value["identities"])
+                raise pyproject_error(
+                    f"{source}:{line or '?'}: {TABLE} {show_toml(repo_id)}.identities is empty; list the "
+                    f"signers allowed for this kernel, like identities = [{IDENTITY_EXAMPLE}], or leave the key out"
+                )
+    trusted_root = (Path(project_dir) / root) if root is not None else None
+    return SignaturePolicy(
+        trusted_root=trusted_root, require=require, identities=identities, kernel_identities=narrowed
+    )
+
+
+def _where(text: str, source: str, key: str, value: object) -> str:
+    line = _line_of(text, (*_TRUST_PATH, key), value) or _line_of(text, _TRUST_PATH, None)
+    return f"{source}:{line}" if line else source
+
+
+def _identities(value: object, text: str, source: str, path: tuple[str, ...], name: str) -> tuple[Identity, ...]:
+    """A list of identity tables; PyprojectError naming the item and what is wrong."""
+    line = _line_of(text, path, value)
+    where = f"{source}:{line}" if line else source
+    if not isinstance(value, list):
+        raise pyproject_error(f"{where}: {name} = {show_toml(value)}: expected a list like [{IDENTITY_EXAMPLE}]")
+    found = []
+    for index, item in enumerate(value):
+        problem = None
+        if not isinstance(item, dict):
+            problem = "not a table"
+        elif unknown := [key for key in item if key not in _IDENTITY_KEYS]:
+            problem = f"unknown key {show_toml(str(unknown[0]))}"
+        elif missing := [key for key in _IDENTITY_KEYS[:3] if key not in item]:
+            problem = f"{missing[0]} is missing"
+        elif bad := [key for key, v in item.items() if not isinstance(v, str) or not v.strip()]:
+            problem = f"{bad[0]} is not a non-empty string"
+        elif not _is_publisher(item["repository"]) or "/" not in item["repository"]:
+            problem = f"repository {show_toml(item['repository'])} is not a repository (org/name)"
+        if problem:
+            raise pyproject_error(
+                f"{where}: {name}[{index}] = {show_toml(item)}: {problem}; expected a table like {IDENTITY_EXAMPLE}"
+            )
+        found.append(Identity(item["repository"], item["workflow"], item["ref"], item.get("issuer", GITHUB_ISSUER)))
+    return tuple(found)
 
 
 def _is_publisher(item: object) -> bool:
@@ -222,6 +305,8 @@ def _requirements(table: dict[str, Any], text: str, source: str) -> list[KernelR
     found: list[KernelRequirement] = []
     bad: list[tuple[InvalidEntry, str, object]] = []
     for repo_id, value in table.items():
+        if isinstance(value, dict) and "identities" in value:  # the signature policy's (signature_policy_from_table)
+            value = {key: item for key, item in value.items() if key != "identities"}
         try:
             found.append(requirement_from_value(repo_id, value))
         except InvalidEntry as exc:

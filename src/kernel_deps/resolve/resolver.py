@@ -34,6 +34,7 @@ from kernel_deps.core.errors import (
     OfferedVersions,
     ResolutionError,
     RevisionNotFoundError,
+    SignatureError,
     UnservedCandidate,
     UsageError,
 )
@@ -118,6 +119,9 @@ class Resolution:
     # Per kernel, the better candidates passed over because they lack a build for a
     # declared target, best first, each with the names of the targets it misses.
     held_back: dict[str, tuple[tuple[Candidate, tuple[str, ...]], ...]] = field(default_factory=dict)
+    # Per kernel, the better candidates passed over (with targets declared) because a build
+    # is not signed as the project requires, best first, each with why.
+    held_back_unsigned: dict[str, tuple[tuple[Candidate, str], ...]] = field(default_factory=dict)
 
 
 def _is_commit(revision: str) -> bool:
@@ -175,10 +179,17 @@ def version_name(
 class KernelProvider(AbstractProvider):
     """resolvelib adapter: identifiers are repo ids, candidates commits."""
 
-    def __init__(self, index: KernelIndex, pins: Mapping[str, Pin], targets: Sequence[Target] = ()) -> None:
+    def __init__(
+        self, index: KernelIndex, pins: Mapping[str, Pin], targets: Sequence[Target] = (),
+        signed: Callable[[str, str], str | None] | None = None,
+    ) -> None:  # fmt: skip
         self.index = index
         self.pins = dict(pins)
         self.targets = tuple(targets)
+        # (repo_id, commit) -> why its builds are not signed as the project requires, or None:
+        # asked only with targets, where an older signed version is taken instead.
+        self.signed = signed if self.targets else None
+        self._refused: dict[tuple[str, str], str | None] = {}
         # (repo_id, commit) -> names of the declared targets its variants do not serve.
         self._missing: dict[tuple[str, str], tuple[str, ...]] = {}
         self._missing_lock = threading.Lock()
@@ -206,7 +217,25 @@ class KernelProvider(AbstractProvider):
         if not self.targets:
             return found
         # Lazily: a candidate's tree is listed only when the resolver reaches it.
-        return lambda: (c for c in found if not self.missing(c))
+        return lambda: (c for c in found if not self.missing(c) and not self.refusal(c))
+
+    def refusal(self, candidate: Candidate) -> str | None:
+        """Why ``candidate``'s builds are not signed as the project requires (judged once), or None."""
+        if self.signed is None:
+            return None
+        key = (candidate.repo_id, candidate.commit)
+        with self._missing_lock:
+            if key in self._refused:
+                return self._refused[key]
+        found = self.signed(candidate.repo_id, candidate.commit)
+        with self._missing_lock:
+            self._refused[key] = found
+        return found
+
+    def refused_before(self, candidate: Candidate) -> str | None:
+        """What :meth:`refusal` found for ``candidate``, or None when it was never judged or passed."""
+        with self._missing_lock:
+            return self._refused.get((candidate.repo_id, candidate.commit))
 
     def missing(self, candidate: Candidate) -> tuple[str, ...]:
         """The declared targets that no variant of ``candidate`` serves (its tree listed once)."""
@@ -259,7 +288,7 @@ class KernelProvider(AbstractProvider):
         """The commit the resolver would most likely choose for ``requirement`` alone."""
         found = (c for c in self.all_candidates(requirement.repo_id, [requirement]) if matches(requirement, c))
         if self.targets:
-            found = (c for c in found if not self.missing(c))
+            found = (c for c in found if not self.missing(c) and not self.refusal(c))
         pick = next(found, None)
         return pick.commit if pick else None
 
@@ -292,10 +321,13 @@ def resolve(
     targets: Sequence[Target] = (),
     max_rounds: int = 2000,
     requester: Requester = PROJECT,
+    signed: Callable[[str, str], str | None] | None = None,
 ) -> Resolution:
     """Pin every requirement and its transitive kernel dependencies to a commit; with
-    ``targets``, only to commits whose variants serve every target."""
-    provider = KernelProvider(index, pins or {}, targets)
+    ``targets``, only to commits whose variants serve every target and, given ``signed``
+    ((repo id, commit) -> why its builds are not signed as the project requires, or None),
+    whose builds are signed as it requires."""
+    provider = KernelProvider(index, pins or {}, targets, signed)
     index.prefetch(requirements, provider.likely_pick)
     while True:
         try:
@@ -304,6 +336,9 @@ def resolve(
             unserved = explain_unserved_targets(exc.causes, provider) if targets else None
             if unserved is not None:
                 raise unserved from None
+            unsigned = explain_unsigned(exc.causes, provider)
+            if unsigned is not None:
+                raise unsigned from None
             raise explain_conflict(exc.causes, index, requester) from None
         except ResolutionTooDeep:
             asked = ", ".join(sorted({r.repo_id for r in requirements}))
@@ -325,7 +360,44 @@ def resolve(
     required = {key: tuple(found) for key, (found, _) in reached.items()}
     dependencies = {key: tuple(sorted(deps - {key})) for key, (_, deps) in reached.items()}
     held_back = {key: _held_back(provider, candidate, required.get(key, ())) for key, candidate in pins_out.items()}
-    return Resolution(pins_out, required, dependencies, {k: v for k, v in held_back.items() if v})
+    unsigned = {key: _held_back_unsigned(provider, c, required.get(key, ())) for key, c in pins_out.items()}
+    return Resolution(pins_out, required, dependencies, {k: v for k, v in held_back.items() if v},
+                      {k: v for k, v in unsigned.items() if v})  # fmt: skip
+
+
+def _held_back_unsigned(
+    provider: KernelProvider, chosen: Candidate, requirements: Sequence[KernelRequirement]
+) -> tuple[tuple[Candidate, str], ...]:
+    """The candidates ahead of ``chosen`` that meet ``requirements`` and serve every target but
+    whose builds are not signed as the project requires."""
+    if provider.signed is None:
+        return ()
+    passed: list[tuple[Candidate, str]] = []
+    for candidate in provider.all_candidates(chosen.repo_id, requirements):
+        if candidate.commit == chosen.commit:
+            break
+        why = provider.refused_before(candidate)
+        if why and all(matches(r, candidate) for r in requirements):
+            passed.append((candidate, why))
+    return tuple(passed)
+
+
+def explain_unsigned(causes: Sequence[RequirementInformation], provider: KernelProvider) -> SignatureError | None:
+    """The error for a kernel whose every version in range (serving the targets) is refused
+    for its signatures: the newest one's refusal; None when that is not why resolution failed."""
+    if provider.signed is None:
+        return None
+    for repo_id in sorted({info.requirement.repo_id for info in causes}):
+        wanted = [info.requirement for info in causes if info.requirement.repo_id == repo_id]
+        allowed = [c for c in provider.all_candidates(repo_id, wanted) if all(matches(r, c) for r in wanted)]
+        refused = [c for c in allowed if not provider.judged(c) and provider.refused_before(c)]
+        if allowed and refused and all(provider.judged(c) or provider.refused_before(c) for c in allowed):
+            newest = max(refused, key=_candidate_order)
+            return SignatureError(
+                f"kernels.lock not written: no version of {repo_id} in range is signed as the project requires; "
+                f"the newest, {newest.ref_name}: {provider.refused_before(newest)}"
+            )
+    return None
 
 
 def _reached(

@@ -1,0 +1,112 @@
+"""The per-file digest a build variant's ``metadata.json`` may carry (kernel-builder's format).
+
+``"digest": {"algorithm": "sha256" | "sha512", "files": {"<path>": "<base64 hash>"}}``
+covers every file of the variant folder except the top-level ``metadata.json`` and
+``metadata.json.sigstore`` (the digest sits in the first and the second signs it), every
+``__pycache__/`` folder and every ``*.pyc``; a nested ``metadata.json`` is covered. Each
+value is the standard base64 (with padding) of the file's SHA-256 or SHA-512.
+
+Pure: callers pass what they know of each file (its bytes' hash, or only that it exists),
+and get every mismatch back at once (:func:`compare`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+METADATA_NAME = "metadata.json"
+BUNDLE_NAME = "metadata.json.sigstore"
+ALGORITHMS = ("sha256", "sha512")
+_DIGEST_BYTES = {"sha256": 32, "sha512": 64}
+
+
+class InvalidDigest(ValueError):
+    """A ``digest`` field that is not one kernel-builder writes; the message says what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """A variant's declared digest: the algorithm and each covered file's base64 hash."""
+
+    algorithm: str
+    files: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """One file that does not match the digest: ``expected`` None (not declared) or ``got`` None (missing)."""
+
+    path: str
+    expected: str | None
+    got: str | None
+
+    def describe(self) -> str:
+        if self.got is None:
+            return f"{self.path}: declared {self.expected} but the file is missing"
+        if self.expected is None:
+            return f"{self.path}: present (Got {self.got}) but not in the digest"
+        return f"{self.path}: Expected {self.expected}, Got {self.got}"
+
+
+def is_covered(path: str) -> bool:
+    """Whether the digest covers ``path`` (relative to the variant folder, POSIX)."""
+    parts = path.split("/")
+    if path in (METADATA_NAME, BUNDLE_NAME) or path.endswith(".pyc"):
+        return False
+    return "__pycache__" not in parts[:-1]
+
+
+def parse_digest(metadata: Mapping[str, object]) -> Digest | None:
+    """The ``digest`` of a parsed ``metadata.json``, None when it has none; InvalidDigest when malformed."""
+    if "digest" not in metadata:
+        return None
+    raw = metadata["digest"]
+    if not isinstance(raw, dict) or set(raw) != {"algorithm", "files"}:
+        raise InvalidDigest('expected "digest": {"algorithm": "sha256" or "sha512", "files": {path: base64 hash}}')
+    algorithm, files = raw["algorithm"], raw["files"]
+    if algorithm not in ALGORITHMS:
+        raise InvalidDigest(f"digest algorithm {algorithm!r:.40} is neither sha256 nor sha512")
+    if not isinstance(files, dict):
+        raise InvalidDigest("digest.files is not an object of path -> base64 hash")
+    for path, value in files.items():
+        if not path or path.startswith("/") or ".." in path.split("/") or not is_covered(path):
+            raise InvalidDigest(f"digest.files names {path!r:.80}, which a digest never covers")
+        if not isinstance(value, str) or _decoded_length(value) != _DIGEST_BYTES[algorithm]:
+            raise InvalidDigest(f"digest.files[{path!r:.80}] is not a base64 {algorithm} hash")
+    return Digest(algorithm, dict(sorted(files.items())))
+
+
+def _decoded_length(value: str) -> int:
+    try:
+        return len(base64.b64decode(value, validate=True))
+    except (binascii.Error, ValueError):
+        return -1
+
+
+def file_digest(algorithm: str, data: bytes) -> str:
+    """The digest value of one file's bytes."""
+    return base64.b64encode(hashlib.new(algorithm, data).digest()).decode()
+
+
+def from_hex(hex_digest: str) -> str:
+    """The digest value of a file whose hash is known as hex (an LFS object's SHA-256)."""
+    return base64.b64encode(bytes.fromhex(hex_digest)).decode()
+
+
+def compare(digest: Digest, found: Mapping[str, str | None]) -> list[Mismatch]:
+    """Every file of ``found`` (covered path -> its digest value, or None when only its
+    presence is known) against ``digest``: missing, undeclared and differing files, by path."""
+    mismatches = []
+    for path in sorted(digest.files.keys() | found.keys()):
+        expected, got = digest.files.get(path), found.get(path)
+        if path not in found:
+            mismatches.append(Mismatch(path, expected, None))
+        elif expected is None:
+            mismatches.append(Mismatch(path, None, got or "a file"))
+        elif got is not None and got != expected:
+            mismatches.append(Mismatch(path, expected, got))
+    return mismatches

@@ -1,0 +1,94 @@
+"""Who may sign a kernel: the signature policy ``[tool.kernels.trust]`` declares, and its judgement.
+
+An :class:`Identity` is a GitHub Actions workflow as Fulcio records it in a signing
+certificate: the OIDC issuer, the Source Repository URI (``https://github.com/<repository>``)
+and the Build Signer URI (``https://github.com/<repository>/<workflow>@<ref>``). A
+:class:`SignaturePolicy` holds the project's identities, a kernel's own narrower list, the
+trust root to verify under and whether every variant must be signed. Pure: the signer is
+passed in as the strings its certificate (or the lock) records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
+GITHUB = "https://github.com/"
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """One signer the project allows: a workflow of a repository at a ref, under an issuer."""
+
+    repository: str
+    workflow: str
+    ref: str
+    issuer: str = GITHUB_ISSUER
+
+    @property
+    def build_signer_uri(self) -> str:
+        """The certificate's Build Signer URI (and SAN) for this workflow."""
+        return f"{GITHUB}{self.repository}/{self.workflow}@{self.ref}"
+
+    @property
+    def source_repository_uri(self) -> str:
+        return f"{GITHUB}{self.repository}"
+
+    def allows(self, issuer: str, repository: str | None, workflow: str | None, ref: str | None) -> bool:
+        """Whether a certificate with these facts is this identity."""
+        return (issuer, repository, workflow, ref) == (self.issuer, self.repository, self.workflow, self.ref)
+
+    def describe(self) -> str:
+        issuer = "" if self.issuer == GITHUB_ISSUER else f" (issuer {self.issuer})"
+        return f"{self.repository} {self.workflow}@{self.ref}{issuer}"
+
+    def to_json(self) -> dict:
+        return {"repository": self.repository, "workflow": self.workflow, "ref": self.ref, "issuer": self.issuer}
+
+
+@dataclass(frozen=True, slots=True)
+class SignaturePolicy:
+    """What ``[tool.kernels.trust]`` asks of signatures; the default verifies and records what is signed."""
+
+    # The Sigstore trusted root file to verify under; None: Sigstore's public-good root.
+    trusted_root: Path | None = None
+    require: bool = False
+    identities: tuple[Identity, ...] = ()
+    # A kernel's own entry in [tool.kernels.dependencies] narrowing the project's identities.
+    kernel_identities: Mapping[str, tuple[Identity, ...]] = field(default_factory=dict)
+
+    def problem(self, repo_id: str, issuer: str, repository: str | None, workflow: str | None,
+                ref: str | None) -> str | None:  # fmt: skip
+        """Why a signer with these facts may not sign ``repo_id`` (expected ..., found ...), or None."""
+        for allowed, where in ((self.identities, "[tool.kernels.trust] identities"),
+                               (self.kernel_identities.get(repo_id, ()), f"{repo_id}'s identities")):  # fmt: skip
+            if allowed and not any(i.allows(issuer, repository, workflow, ref) for i in allowed):
+                expected = " or ".join(i.describe() for i in allowed)
+                found = describe_signer(issuer, repository, workflow, ref)
+                return f"expected a signer of {where}: {expected}; found {found}"
+        return None
+
+
+def describe_signer(issuer: str, repository: str | None, workflow: str | None, ref: str | None) -> str:
+    """A signer for messages: ``org/repo .github/workflows/build.yml@refs/heads/main``, issuer when not GitHub's."""
+    if repository is None or workflow is None or ref is None:
+        return f"a certificate of issuer {issuer} naming no GitHub workflow"
+    return Identity(repository, workflow, ref, issuer).describe()
+
+
+def github_facts(
+    source_repository_uri: str | None, build_signer_uri: str | None
+) -> tuple[str | None, str | None, str | None]:
+    """(repository, workflow, ref) from a certificate's Source Repository URI and Build Signer
+    URI; None for each that they do not tell (another issuer's certificate)."""
+    repository = None
+    if source_repository_uri and source_repository_uri.startswith(GITHUB):
+        repository = source_repository_uri[len(GITHUB):] or None
+    workflow = ref = None
+    if repository and build_signer_uri and build_signer_uri.startswith(f"{GITHUB}{repository}/"):
+        path, sep, ref_part = build_signer_uri[len(GITHUB) + len(repository) + 1:].rpartition("@")
+        if sep and path and ref_part:
+            workflow, ref = path, ref_part
+    return repository, workflow, ref

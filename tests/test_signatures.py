@@ -1,0 +1,454 @@
+"""Sigstore signatures and metadata.json digests: verified at lock time, offline ever after.
+
+Every kernel here is a real repo on the local Hub whose variants carry kernel-builder's
+``digest`` and a ``metadata.json.sigstore`` bundle made by a Sigstore of the tests' own
+(tests/fixtures/sigstore_ca.py); sigstore-python's real verifier checks each bundle
+offline under that Sigstore's trusted root, which the project names in
+``[tool.kernels.trust] trusted-root``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from kernel_deps.lock.read import read_lock
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release, RepoFileContent
+from tests.fixtures.cli import run_kernels
+from tests.fixtures.peers import READ_WITH_016, READ_WITH_017, run_peer
+from tests.fixtures.projects import write_project
+from tests.fixtures.sigstore_ca import Identity, LocalSigstore
+
+ORG = "kernels-test"
+VARIANTS = (CPU_VARIANT, CUDA_VARIANT)
+WORKFLOW = ".github/workflows/build.yml"
+MAIN = "refs/heads/main"
+
+
+@pytest.fixture(scope="module")
+def sigstore() -> LocalSigstore:
+    return LocalSigstore("tests")
+
+
+def signed(sigstore: LocalSigstore, identity: Identity, **kwargs):
+    """A Release.sign that signs each metadata.json as ``identity``."""
+    return lambda data, variant: sigstore.sign(data, identity, **kwargs)
+
+
+def add_signed(hub_env, name: str, sigstore: LocalSigstore | None, *, identity: Identity | None = None,
+               releases: tuple[str, ...] = ("1.0.0",), **release) -> str:  # fmt: skip
+    """Serve ``kernels-test/<name>``, each release with a digest and (with ``sigstore``) signed
+    as ``identity`` (default: the repo's own build workflow on main); returns the repo id."""
+    repo_id = f"{ORG}/{name}"
+    if sigstore is not None:
+        release.setdefault("sign", signed(sigstore, identity or Identity(repo_id)))
+    release.setdefault("digest", "sha256")
+    hub_env.add_repo(KernelRepo(repo_id, tuple(Release(v, variants=VARIANTS, **release) for v in releases)))
+    return repo_id
+
+
+def policy(root: Path | None, *, require: bool = False, identities: list[dict] | None = None) -> str:
+    """A [tool.kernels.trust] table allowing the test org, with a signature policy."""
+    lines = ["[tool.kernels.trust]", f'publishers = ["{ORG}"]']
+    if root is not None:
+        lines.append(f'trusted-root = "{root.name}"')
+    if require:
+        lines.append("require-signatures = true")
+    if identities is not None:
+        items = ", ".join("{ " + ", ".join(f'{k} = "{v}"' for k, v in i.items()) + " }" for i in identities)
+        lines.append(f"identities = [{items}]")
+    return "\n".join(lines) + "\n\n"
+
+
+def project_for(tmp_path: Path, sigstore: LocalSigstore | None, deps: str, **kwargs) -> Path:
+    folder = tmp_path / "app"
+    folder.mkdir(parents=True, exist_ok=True)
+    root = sigstore.write_trusted_root(folder / "trusted_root.json") if sigstore is not None else None
+    return write_project(folder, deps, extra=policy(root, **kwargs), trusted=())
+
+
+def files_of(project: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(project.iterdir()) if p.is_file()}
+
+
+def refused(project: Path, *args: str) -> str:
+    """``kernels lock`` refusing: exit 1, one line, nothing written; the line."""
+    before = files_of(project)
+    result = run_kernels("lock", *args, str(project))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.splitlines()
+    assert files_of(project) == before
+    return line
+
+
+def test_a_signed_kernel_is_locked_with_its_signer_per_variant_and_downloaded_and_verified(
+    hub_env, sigstore, tmp_path
+) -> None:
+    repo_id = add_signed(hub_env, "sig-valid", sigstore)
+    allowed = {"repository": repo_id, "workflow": WORKFLOW, "ref": MAIN}
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n', require=True, identities=[allowed])
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    entry = json.loads((project / "kernels.lock").read_text())[0]
+    assert set(entry["signatures"]) == set(VARIANTS)
+    uri = f"https://github.com/{repo_id}/{WORKFLOW}@{MAIN}"
+    for variant, signer in entry["signatures"].items():
+        metadata = hub_env.repos[repo_id].files["1.0.0"][f"build/{variant}/metadata.json"].data
+        assert signer == {
+            "issuer": "https://token.actions.githubusercontent.com", "identity": uri, "repository": repo_id,
+            "workflow": WORKFLOW, "ref": MAIN, "metadata_sha256": __import__("hashlib").sha256(metadata).hexdigest(),
+        }  # fmt: skip
+        assert set(entry["variants"][variant]) == {"hash", "hash_type"}  # what kernels 0.16 accepts there
+    assert run_kernels("lock", "--check", str(project), env={"HF_HUB_OFFLINE": "1"}).returncode == 0
+
+    assert run_kernels("download", "--all-variants", str(project)).returncode == 0
+    warm = run_kernels("download", "--all-variants", str(project), env={"HF_HUB_OFFLINE": "1"})
+    assert warm.returncode == 0, warm.stderr  # the cached bundles verified again, offline
+    verified = run_kernels("verify", "--json", str(project), env={"HF_HUB_OFFLINE": "1"})
+    assert verified.returncode == 0, verified.stdout
+    report = json.loads(verified.stdout)
+    assert {v["variant"]: v["signer"]["identity"] for v in report["verified"]} == {v: uri for v in VARIANTS}
+
+
+def test_metadata_changed_after_signing_is_refused_naming_kernel_and_variant(hub_env, sigstore, tmp_path) -> None:
+    def change_metadata(variant: str, files: dict) -> dict:
+        if variant != CPU_VARIANT:
+            return files
+        data = json.loads(files["metadata.json"].data)
+        data["kernel-depends"] = [{"repo-id": f"{ORG}/rotary", "version": ">=1"}]  # what an attacker would add
+        return {**files, "metadata.json": RepoFileContent(json.dumps(data).encode(), lfs=False)}
+
+    repo_id = add_signed(hub_env, "sig-tampered", sigstore, tamper=change_metadata)
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    line = refused(project)
+    assert line.startswith("error: kernels.lock not written: 1 build is not signed as the project requires: ")
+    assert f"{repo_id} build {CPU_VARIANT}: expected a valid signature under {project / 'trusted_root.json'}" in line
+    assert "found a bundle that does not verify" in line and "digest mismatch" in line.lower()
+    assert CUDA_VARIANT not in line
+
+
+def test_an_lfs_file_not_matching_the_digest_is_refused_at_lock_time(hub_env, sigstore, tmp_path) -> None:
+    def swap_library(variant: str, files: dict) -> dict:
+        name = next(p for p in files if p.endswith(".so"))
+        return {**files, name: RepoFileContent(b"not the signed build", lfs=True)}
+
+    repo_id = add_signed(hub_env, "sig-lfs-digest", sigstore, tamper=swap_library)
+    built = hub_env.repos[repo_id].files["1.0.0"]
+    so = next(p for p in built if p.endswith(".so") and CPU_VARIANT in p).split("/", 2)[2]
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    line = refused(project)
+    assert line.startswith("error: kernels.lock not written: 2 builds do not match their digest: ")
+    declared = json.loads(built[f"build/{CPU_VARIANT}/metadata.json"].data)["digest"]["files"][so]
+    import base64
+    import hashlib
+
+    got = base64.b64encode(hashlib.sha256(b"not the signed build").digest()).decode()
+    assert f"{repo_id} build {CPU_VARIANT}: expected {so} = {declared}; found {got}" in line
+
+
+def test_a_plain_file_not_matching_the_digest_is_caught_by_download_and_verify(hub_env, sigstore, tmp_path) -> None:
+    def change_python(variant: str, files: dict) -> dict:
+        return {**files, "_ops.py": RepoFileContent(b"import os; os.system('true')\n", lfs=False)}
+
+    repo_id = add_signed(hub_env, "sig-plain-digest", sigstore, tamper=change_python)
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    # The listing gives a plain file's git blob SHA-1 only: the lock can prove its presence, not its bytes.
+    assert run_kernels("lock", str(project)).returncode == 0
+    download = run_kernels("download", "--variant", CPU_VARIANT, str(project))
+    assert download.returncode == 1
+    (line,) = download.stderr.splitlines()
+    assert f"{repo_id} build {CPU_VARIANT}: expected _ops.py = " in line and "; found " in line
+    verify = run_kernels("verify", "--json", str(project), env={"HF_HUB_OFFLINE": "1"})
+    assert verify.returncode == 1
+    problems = json.loads(verify.stdout)["problems"]
+    assert [(p["kind"], p["variant"], p["path"]) for p in problems] == [("digest-mismatch", CPU_VARIANT, "_ops.py")]
+
+
+@pytest.mark.parametrize(
+    ("identity", "what"),
+    [
+        (Identity(f"{ORG}/someone-else"), "another repository"),
+        (Identity(f"{ORG}/sig-who", workflow=".github/workflows/release.yml"), "another workflow"),
+        (Identity(f"{ORG}/sig-who", ref="refs/heads/feature"), "another ref"),
+    ],
+)
+def test_a_signer_the_project_does_not_allow_is_refused_saying_expected_and_found(
+    hub_env, sigstore, tmp_path, identity: Identity, what: str
+) -> None:
+    name = f"sig-who-{what.split()[1]}"
+    repo_id = add_signed(hub_env, name, sigstore, identity=identity)
+    allowed = {"repository": f"{ORG}/sig-who", "workflow": WORKFLOW, "ref": MAIN}
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n', identities=[allowed])
+    line = refused(project)
+    assert f"{repo_id} build {CPU_VARIANT}: expected a signer of [tool.kernels.trust] identities: " in line
+    assert f"{ORG}/sig-who {WORKFLOW}@{MAIN}; found a signature by {identity.repository} {identity.workflow}@{identity.ref}" in line
+    assert "add it to [tool.kernels.trust] identities" in line
+
+
+def test_a_kernels_own_identities_narrow_the_projects(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-narrow", sigstore)
+    other = {"repository": f"{ORG}/sig-narrow", "workflow": ".github/workflows/nightly.yml", "ref": MAIN}
+    deps = f'"{repo_id}" = {{ version = ">=1", identities = [{{ repository = "{repo_id}", workflow = "{other["workflow"]}", ref = "{MAIN}" }}] }}\n'
+    project = project_for(tmp_path, sigstore, deps)  # the project allows any signer, the kernel only nightly.yml
+    line = refused(project)
+    assert f"expected a signer of {repo_id}'s identities: {repo_id} .github/workflows/nightly.yml@{MAIN}" in line
+
+
+def test_a_bundle_under_another_root_is_refused(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-other-root", LocalSigstore("elsewhere"))
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    line = refused(project)
+    assert f"{repo_id} build {CPU_VARIANT}: expected a valid signature under" in line
+    assert "found a bundle that does not verify under the trusted root" in line
+
+
+def test_unsigned_while_required_is_refused_and_allowed_otherwise(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-unsigned", None)
+    project = project_for(tmp_path / "required", sigstore, f'"{repo_id}" = ">=1"\n', require=True)
+    line = refused(project)
+    assert f"{repo_id} build {CPU_VARIANT}: expected a signed metadata.json ([tool.kernels.trust] require-signatures" in line
+    assert "found no metadata.json.sigstore" in line
+    relaxed = project_for(tmp_path / "relaxed", sigstore, f'"{repo_id}" = ">=1"\n')
+    assert run_kernels("lock", str(relaxed)).returncode == 0
+    assert "signatures" not in json.loads((relaxed / "kernels.lock").read_text())[0]
+
+
+def test_a_bundle_that_is_not_json_is_refused(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-not-json", sigstore, sign=lambda data, variant: "not json {")
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    line = refused(project)
+    assert f"{repo_id} build {CPU_VARIANT}: expected a valid signature" in line and "found a bundle that is not JSON" in line
+
+
+def test_an_expired_leaf_valid_when_it_was_logged_is_accepted(hub_env, sigstore, tmp_path) -> None:
+    long_ago = datetime.now(timezone.utc) - timedelta(days=200)
+    repo_id = f"{ORG}/sig-expired"
+    add_signed(hub_env, "sig-expired", sigstore, sign=signed(sigstore, Identity(repo_id), signed_at=long_ago))
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 0, result.stderr
+    assert set(json.loads((project / "kernels.lock").read_text())[0]["signatures"]) == set(VARIANTS)
+
+
+def test_a_policy_changed_after_locking_fails_lock_check_and_verify_offline(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-policy", sigstore)
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    assert run_kernels("lock", str(project)).returncode == 0
+    offline = {"HF_HUB_OFFLINE": "1"}
+    assert run_kernels("lock", "--check", str(project), env=offline).returncode == 0
+    pyproject = project / "pyproject.toml"
+    allowed = {"repository": repo_id, "workflow": ".github/workflows/release.yml", "ref": MAIN}
+    text = pyproject.read_text().replace('trusted-root = "trusted_root.json"\n', 'trusted-root = "trusted_root.json"\n'
+                                         + policy(None, identities=[allowed]).splitlines()[2] + "\n")
+    pyproject.write_text(text)
+    check = run_kernels("lock", "--check", str(project), env=offline)
+    assert check.returncode == 1
+    assert f"{repo_id} build {CPU_VARIANT}: the signer kernels.lock records is not allowed" in check.stdout + check.stderr
+    verify = run_kernels("verify", "--json", str(project), env=offline)
+    assert verify.returncode == 1
+    kinds = {(p["kind"], p["variant"]) for p in json.loads(verify.stdout)["problems"]}
+    assert kinds == {("signer-not-allowed", v) for v in VARIANTS}
+
+
+def test_kernels_016_and_017_read_a_lock_with_signatures(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-peers", sigstore)
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    assert run_kernels("lock", str(project)).returncode == 0
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
+    assert lock.get(repo_id).signatures
+    read = run_peer("0.16", READ_WITH_016, str(project / "kernels.lock"), repo_id)
+    assert read == {repo_id: lock.get(repo_id).sha, "entries": 1}
+    out = tmp_path / "exported.lock"
+    assert run_kernels("export", "--format", "kernels-0.17", "-o", str(out), str(project)).returncode == 0
+    read17 = run_peer("0.17", READ_WITH_017, str(out), repo_id, "[]")
+    assert read17["top_level"] == {repo_id: lock.get(repo_id).sha}
+
+
+def test_with_targets_an_older_version_signed_by_an_allowed_signer_is_taken_with_a_note(
+    hub_env, sigstore, tmp_path
+) -> None:
+    repo_id = f"{ORG}/sig-held-back"
+    good, other = Identity(repo_id), Identity(repo_id, workflow=".github/workflows/nightly.yml")
+    releases = (
+        Release("1.0.0", variants=VARIANTS, digest="sha256", sign=signed(sigstore, good)),
+        Release("1.1.0", variants=VARIANTS, digest="sha256", sign=signed(sigstore, other)),
+    )
+    built = hub_env.add_repo(KernelRepo(repo_id, releases))
+    allowed = {"repository": repo_id, "workflow": WORKFLOW, "ref": MAIN}
+    folder = tmp_path / "app"
+    folder.mkdir()
+    root = sigstore.write_trusted_root(folder / "trusted_root.json")
+    extra = f'[tool.kernels]\ntargets = ["{CPU_VARIANT}"]\n\n' + policy(root, identities=[allowed])
+    project = write_project(folder, f'"{repo_id}" = ">=1"\n', extra=extra, trusted=())
+    result = run_kernels("lock", "--json", str(project))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert read_lock(project / "kernels.lock", purpose="use").lock.get(repo_id).sha == built.commits["1.0.0"]
+    (note,) = [n for n in report["notes"] if n["kind"] == "held-back-unsigned"]
+    (passed,) = note["passed_over"]
+    assert (passed["version"], passed["commit"]) == ("v1.1.0", built.commits["1.1.0"])
+    assert "expected a signer of [tool.kernels.trust] identities" in passed["signature"]
+    assert ".github/workflows/nightly.yml" in passed["signature"]
+    text = run_kernels("lock", "--dry-run", "--upgrade", str(project))
+    assert f"note: {repo_id} v1.0.0, the newest version signed as required (v1.1.0: {repo_id} build" in text.stdout
+
+    # Without targets there is no older version to prefer: the newest is refused.
+    plain = project_for(tmp_path / "plain", sigstore, f'"{repo_id}" = ">=1"\n', identities=[allowed])
+    line = refused(plain)
+    assert f"{repo_id} build {CPU_VARIANT}: expected a signer of [tool.kernels.trust] identities" in line
+
+
+def test_with_targets_no_version_signed_as_required_is_refused_naming_the_newest(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-none-allowed", sigstore, releases=("1.0.0", "1.1.0"),
+                         identity=Identity(f"{ORG}/elsewhere"))  # fmt: skip
+    folder = tmp_path / "app"
+    folder.mkdir()
+    root = sigstore.write_trusted_root(folder / "trusted_root.json")
+    allowed = {"repository": repo_id, "workflow": WORKFLOW, "ref": MAIN}
+    extra = f'[tool.kernels]\ntargets = ["{CPU_VARIANT}"]\n\n' + policy(root, identities=[allowed])
+    project = write_project(folder, f'"{repo_id}" = ">=1"\n', extra=extra, trusted=())
+    line = refused(project)
+    assert line.startswith(f"error: kernels.lock not written: no version of {repo_id} in range is signed as the "
+                           f"project requires; the newest, v1.1.0: {repo_id} build ")  # fmt: skip
+
+
+def test_tree_shows_the_signer_of_each_serving_build(hub_env, sigstore, tmp_path) -> None:
+    repo_id = add_signed(hub_env, "sig-tree", sigstore)
+    folder = tmp_path / "app"
+    folder.mkdir()
+    root = sigstore.write_trusted_root(folder / "trusted_root.json")
+    extra = f'[tool.kernels]\ntargets = ["{CPU_VARIANT}"]\n\n' + policy(root)
+    project = write_project(folder, f'"{repo_id}" = ">=1"\n', extra=extra, trusted=())
+    assert run_kernels("lock", str(project)).returncode == 0
+    shown = run_kernels("tree", str(project), env={"HF_HUB_OFFLINE": "1"})
+    assert shown.returncode == 0
+    assert f"{CPU_VARIANT} (signed by {repo_id} {WORKFLOW}@{MAIN})" in shown.stdout
+    data = json.loads(run_kernels("tree", "--json", str(project)).stdout)
+    (target,) = data["targets"]
+    assert target["signers"][repo_id]["identity"] == f"https://github.com/{repo_id}/{WORKFLOW}@{MAIN}"
+
+
+def test_get_kernel_holds_what_it_resolves_to_the_policy_the_caller_passes(hub_env, sigstore, tmp_path) -> None:
+    from kernel_deps import Identity as Allowed
+    from kernel_deps import SignaturePolicy, get_kernel
+    from kernel_deps.core.errors import SignatureError
+
+    repo_id = add_signed(hub_env, "sig-get-kernel", sigstore)
+    root = sigstore.write_trusted_root(tmp_path / "trusted_root.json")
+    allowed = SignaturePolicy(trusted_root=root, require=True, identities=(Allowed(repo_id, WORKFLOW, MAIN),))
+    module = get_kernel(repo_id, version=1, backend="cpu", trust_remote_code=True, signature_policy=allowed)
+    assert module.__kernel_origin__.variant == CPU_VARIANT
+
+    other = SignaturePolicy(trusted_root=root, identities=(Allowed(repo_id, ".github/workflows/other.yml", MAIN),))
+    with pytest.raises(SignatureError) as refused_:
+        get_kernel(repo_id, version=1, backend="cpu", trust_remote_code=True, signature_policy=other)
+    assert f"{repo_id} build {CPU_VARIANT}: expected a signer of [tool.kernels.trust] identities" in str(refused_.value)
+    unsigned = add_signed(hub_env, "sig-get-unsigned", None)
+    with pytest.raises(SignatureError, match="found no metadata.json.sigstore"):
+        get_kernel(unsigned, version=1, backend="cpu", trust_remote_code=True, signature_policy=allowed)
+    assert get_kernel(unsigned, version=1, backend="cpu", trust_remote_code=True).__kernel_origin__.variant == CPU_VARIANT
+
+
+def test_locking_downloading_and_verifying_unsigned_kernels_never_imports_sigstore(hub_env, sigstore, tmp_path) -> None:
+    from tests.fixtures.processes import imported_modules, top_level
+
+    unsigned = add_signed(hub_env, "sig-startup-unsigned", None)
+    project = project_for(tmp_path / "plain", sigstore, f'"{unsigned}" = ">=1"\n')
+    for args in (("lock",), ("download",), ("verify",), ("download",)):
+        result, modules = imported_modules(*args, str(project))
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert "sigstore" not in top_level(modules), args
+    signed_repo = add_signed(hub_env, "sig-startup-signed", sigstore)
+    project = project_for(tmp_path / "signed", sigstore, f'"{signed_repo}" = ">=1"\n')
+    result, modules = imported_modules("lock", str(project))
+    assert result.returncode == 0 and "sigstore.verify.verifier" in modules  # the real verifier ran
+
+
+@pytest.mark.parametrize(
+    ("table", "quoted"),
+    [
+        ('require-signatures = "yes"', 'tool.kernels.trust.require-signatures = "yes": expected true or false'),
+        ("trusted-root = 3", "tool.kernels.trust.trusted-root = 3: expected the path of a Sigstore trusted root"),
+        ('identities = "me"', 'tool.kernels.trust.identities = "me": expected a list like [{ repository = '),
+        ('identities = [{ repository = "a/b", workflow = "w.yml" }]', "tool.kernels.trust.identities[0] = "),
+        ('identities = [{ repository = "a/b", workflow = "w", ref = "r", who = "x" }]', 'unknown key "who"'),
+        ('identities = [{ repository = "nobody", workflow = "w", ref = "r" }]', 'repository "nobody" is not a repository'),
+        ('signers = ["me"]', 'tool.kernels.trust has an unknown key "signers"'),
+    ],
+)
+def test_a_bad_signature_policy_is_one_line_exit_2_and_nothing_written(tmp_path, table: str, quoted: str) -> None:
+    project = write_project(tmp_path / "app", '"kernels-test/rotary" = ">=1"\n',
+                            extra=f'[tool.kernels.trust]\npublishers = ["{ORG}"]\n{table}\n\n', trusted=())  # fmt: skip
+    before = files_of(project)
+    result = run_kernels("lock", str(project))
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: {project / 'pyproject.toml'}:") and quoted in line
+    assert files_of(project) == before
+
+
+def test_a_kernels_empty_identities_and_a_missing_trusted_root_are_bad_input(hub_env, sigstore, tmp_path) -> None:
+    empty = write_project(tmp_path / "empty", '"kernels-test/rotary" = { version = ">=1", identities = [] }\n')
+    result = run_kernels("lock", str(empty))
+    assert result.returncode == 2 and '"kernels-test/rotary".identities is empty' in result.stderr
+    repo_id = add_signed(hub_env, "sig-no-root", sigstore)
+    project = project_for(tmp_path / "app", sigstore, f'"{repo_id}" = ">=1"\n')
+    (project / "trusted_root.json").unlink()
+    before = files_of(project)
+    missing = run_kernels("lock", str(project))
+    assert missing.returncode == 2
+    (line,) = missing.stderr.splitlines()
+    assert "[tool.kernels.trust] trusted-root" in line and "cannot read the trusted root" in line
+    assert files_of(project) == before
+
+
+@pytest.mark.parametrize(
+    ("signatures", "where"),
+    [
+        ({"nope": {"issuer": "i", "identity": "u", "metadata_sha256": "0" * 64}}, "'[0].signatures.nope'"),
+        ({"v": {"issuer": "i", "identity": "u"}}, "'[0].signatures.v'"),
+        ({"v": {"issuer": "i", "identity": "u", "metadata_sha256": "xyz"}}, "'[0].signatures.v.metadata_sha256'"),
+        ({"v": {"issuer": "i", "identity": "u", "metadata_sha256": "0" * 64, "extra": 1}}, "'[0].signatures.v.extra'"),
+        ("all", "'[0].signatures'"),
+    ],
+)
+def test_a_malformed_signatures_record_names_its_key(tmp_path, signatures, where: str) -> None:
+    from kernel_deps.core.errors import LockfileError
+    from kernel_deps.lock.model import Lockfile
+
+    entry = {"repo_id": "org/x", "sha": "a" * 40, "variants": {"v": {"hash": "sha256-" + "0" * 64,
+             "hash_type": "git_lfs_concat"}}, "dependencies": [], "signatures": signatures}  # fmt: skip
+    with pytest.raises(LockfileError) as error:
+        Lockfile.from_json(json.dumps([entry]))
+    assert where in error.value.message and "\n" not in error.value.message
+
+
+# kernels 0.17.2 hashing a variant folder (argv[1]) with argv[2]; its Metadata parse wants
+# kernel-builder's own name and version rules, which the sample kernels do not follow.
+DIGEST_WITH_017 = """
+import json, sys
+from kernels._rust import Digest, DigestAlgorithm
+actual = Digest.hash_variant(getattr(DigestAlgorithm, sys.argv[2].upper()), sys.argv[1])
+print(json.dumps({"files": actual.files}))
+"""
+
+
+@pytest.mark.parametrize("algorithm", ["sha256", "sha512"])
+def test_the_digest_is_kernels_017s_and_a_downloaded_build_meets_it(hub_env, sigstore, tmp_path, algorithm) -> None:
+    repo_id = add_signed(hub_env, f"sig-digest-{algorithm}", sigstore, digest=algorithm)
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n')
+    assert run_kernels("lock", str(project)).returncode == 0
+    assert run_kernels("download", "--variant", CPU_VARIANT, str(project)).returncode == 0
+    lock = read_lock(project / "kernels.lock", purpose="use").lock
+    from kernel_deps.cache import store as cache
+
+    folder = cache.variant_dir(cache.find_repo_dir(repo_id), lock.get(repo_id).sha, CPU_VARIANT)
+    theirs = run_peer("0.17", DIGEST_WITH_017, str(folder), algorithm)  # kernels 0.17.2's own hashing
+    declared = json.loads((folder / "metadata.json").read_bytes())["digest"]
+    assert theirs["files"] == declared["files"] and declared["algorithm"] == algorithm
+    assert "__pycache__/__init__.cpython-311.pyc" not in declared["files"] and "metadata.json" not in declared["files"]
+    assert "layers/__init__.py" in declared["files"]
