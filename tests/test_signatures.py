@@ -452,3 +452,31 @@ def test_the_digest_is_kernels_017s_and_a_downloaded_build_meets_it(hub_env, sig
     assert theirs["files"] == declared["files"] and declared["algorithm"] == algorithm
     assert "__pycache__/__init__.cpython-311.pyc" not in declared["files"] and "metadata.json" not in declared["files"]
     assert "layers/__init__.py" in declared["files"]
+
+
+def test_to_wheel_of_a_kernel_outside_a_project_verifies_its_signatures_and_digests(hub_env, sigstore, tmp_path) -> None:
+    """``kernels to-wheel ORG/NAME@REVISION`` locks in memory as ``kernels lock`` does with no
+    policy: a build signed under a root other than Sigstore's public-good one, or one not
+    matching its digest, is refused and no wheel written; an unsigned build with its digest
+    met is turned into a wheel."""
+
+    def swap_library(variant: str, files: dict) -> dict:
+        name = next(p for p in files if p.endswith(".so"))
+        return {**files, name: RepoFileContent(b"not the built library", lfs=True)}
+
+    cases = {
+        "wheel-foreign-root": (add_signed(hub_env, "wheel-foreign-root", sigstore), "does not verify under"),
+        "wheel-digest": (add_signed(hub_env, "wheel-digest", None, tamper=swap_library), "do not match their digest"),
+    }
+    for name, (repo_id, says) in cases.items():
+        out = tmp_path / name
+        result = run_kernels("to-wheel", f"{repo_id}@v1.0.0", "-o", str(out), "--trust", ORG)
+        assert result.returncode == 1, result.stdout + result.stderr
+        (line,) = result.stderr.splitlines()
+        assert repo_id in line and says in line, line
+        assert not out.exists() or not any(out.iterdir())
+    unsigned = add_signed(hub_env, "wheel-unsigned", None)
+    out = tmp_path / "unsigned"
+    result = run_kernels("to-wheel", f"{unsigned}@v1.0.0", "-o", str(out), "--trust", ORG)
+    assert result.returncode == 0, result.stderr
+    assert [p.name for p in out.glob("*.whl")] and (out / "requirements.txt").is_file()

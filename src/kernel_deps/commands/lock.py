@@ -276,7 +276,7 @@ def lock_while_editing(
         signed = (lambda repo_id, commit: candidate_refusal(index, policy, repo_id, commit)) if targets else None
         resolution = resolve(followed, index, pins=pins, targets=targets, signed=signed)
         lock = build_lockfile(resolution, followed, index, pins=pins, redirected_from=redirected_from)
-        lock, untrusted = judge_publishers(lock, publishers, lambda org: _hub_trusts(index, org))
+        lock, untrusted = judge_publishers(lock, publishers, lambda org: hub_trusts(index, org))
         if untrusted:
             raise refusal(untrusted)
         lock = sign_lock(lock, policy, index)
@@ -310,7 +310,8 @@ def _preparer(policy: SignaturePolicy) -> Callable[[], None]:
     return prepare
 
 
-def _hub_trusts(index: KernelIndex, org: str) -> tuple[bool, str]:
+def hub_trusts(index: KernelIndex, org: str) -> tuple[bool, str]:
+    """Whether the Hub trusts ``org`` as a kernel publisher, and what it said (for judge_publishers)."""
     answer = index.publisher(org)
     return answer.trusted, answer.reason
 

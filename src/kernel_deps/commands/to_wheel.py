@@ -263,9 +263,11 @@ def _check_output(output: Path) -> None:
 
 def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> Lockfile:
     """A lock of one requirement and its kernel dependencies, held in memory."""
-    from kernel_deps.commands.lock import _hub_trusts, build_lockfile
+    from kernel_deps.commands.lock import build_lockfile, hub_trusts
+    from kernel_deps.core.signers import SignaturePolicy
     from kernel_deps.hub.client import HubClient
     from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.lock.signatures import sign_lock
     from kernel_deps.lock.trust import judge_publishers
     from kernel_deps.resolve.resolver import Requester, resolve
 
@@ -278,11 +280,13 @@ def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> L
     with hub.operation(), KernelIndex(hub, publishers=trusted) as index:
         resolution = resolve([requirement], index, requester=requester)
         lock = build_lockfile(resolution, [requirement], index)
-        lock, untrusted = judge_publishers(lock, trusted, lambda org: _hub_trusts(index, org))
-    if untrusted:
-        names = ", ".join(u.repo_id for u in untrusted)
-        raise UntrustedPublisherError(
-            f"no wheels written: {names} is not from a publisher the Hub trusts "
-            f"({untrusted[0].hub_reason}); pass --trust ORG (or --trust ORG/NAME) if you trust it"
-        )
-    return lock
+        lock, untrusted = judge_publishers(lock, trusted, lambda org: hub_trusts(index, org))
+        if untrusted:
+            names = ", ".join(u.repo_id for u in untrusted)
+            raise UntrustedPublisherError(
+                f"no wheels written: {names} is not from a publisher the Hub trusts "
+                f"({untrusted[0].hub_reason}); pass --trust ORG (or --trust ORG/NAME) if you trust it"
+            )
+        # As kernels lock with no [tool.kernels.trust] policy: digests checked, each signed
+        # build's signature verified under Sigstore's public-good root and its signer recorded.
+        return sign_lock(lock, SignaturePolicy(), index)
