@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import reprlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -522,27 +522,24 @@ def _get_optional(entry: dict[str, Any], key: str, kind: str = "a string") -> An
 
 def _get_variants(entry: dict[str, Any]) -> Any:
     """``entry["variants"]`` with each JSON object made a VariantLock, errors under ``.variants.<name>``."""
-    raw = entry["variants"]
-    if not isinstance(raw, dict):
-        return raw  # LockedKernel refuses it, naming the key
-    variants: dict[str, VariantLock] = {}
-    for name, value in raw.items():
-        try:
-            variants[name] = VariantLock.from_dict(value)
-        except FieldError as exc:
-            raise exc.within(f".variants{step(name)}") from None
-    return variants
+    return _per_variant(entry["variants"], "variants", VariantLock.from_dict)
 
 
 def _get_signatures(entry: dict[str, Any]) -> Any:
     """``entry["signatures"]`` with each JSON object made a VariantSigner, errors under ``.signatures.<name>``."""
     raw = _get_optional(entry, "signatures", "an object of variant name -> signer")
-    if raw is None or not isinstance(raw, dict):
-        return {} if raw is None else raw  # LockedKernel refuses a non-object, naming the key
-    signers: dict[str, VariantSigner] = {}
+    return {} if raw is None else _per_variant(raw, "signatures", VariantSigner.from_dict)
+
+
+def _per_variant(raw: Any, key: str, parse: Callable[[Any], Any]) -> Any:
+    """Each value of the object ``raw`` parsed, an error named under ``.<key>.<variant>``; a
+    non-object as it is, for LockedKernel to refuse naming the key."""
+    if not isinstance(raw, dict):
+        return raw
+    parsed: dict[str, Any] = {}
     for name, value in raw.items():
         try:
-            signers[name] = VariantSigner.from_dict(value)
+            parsed[name] = parse(value)
         except FieldError as exc:
-            raise exc.within(f".signatures{step(name)}") from None
-    return signers
+            raise exc.within(f".{key}{step(name)}") from None
+    return parsed
