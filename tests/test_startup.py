@@ -24,6 +24,19 @@ def test_help_imports_neither_huggingface_hub_nor_torch() -> None:
     assert not top_level(modules) & set(HEAVY)
 
 
+# What `kernels --help` has no use for, though some commands do: JSON output and error
+# documents (json), reading the Hugging Face CLI's entry points when it is installed
+# (configparser), credentials in a URL (base64).
+HELP_DOES_NOT_USE = ("json", "configparser", "base64")
+
+
+def test_help_imports_only_what_it_uses() -> None:
+    result, modules = imported_modules("--help")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Hugging Face kernels library, which is not installed" in result.stdout
+    assert not modules & set(HELP_DOES_NOT_USE)
+
+
 @pytest.mark.parametrize("with_home", [False, True], ids=["default-cache", "HF_HOME"])
 def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path, with_home: bool) -> None:
     # The cache is found where huggingface_hub would look; --require-cached also describes
