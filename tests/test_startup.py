@@ -81,3 +81,17 @@ def test_cache_root_is_where_huggingface_hub_looks(env: dict[str, str]) -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**clean, **env}, check=True)
     ours, theirs = result.stdout.splitlines()
     assert ours == theirs
+
+
+def test_patterns_only_some_commands_use_are_not_compiled_at_import() -> None:
+    # Reading torch's files for its C++ ABI (verify --require-cached, download, the loader)
+    # and parsing `kernels add`'s argument compile their patterns when they run, not when
+    # `kernels verify` or `--help` starts.
+    code = (
+        "import re, sys\ncompiled = []\noriginal = re.compile\n"
+        "re.compile = lambda pattern, flags=0: compiled.append(str(pattern)) or original(pattern, flags)\n"
+        "import kernel_deps.cli, kernel_deps.commands.verify\n"
+        "print('\\n'.join(p for p in compiled if 'compiled_with_cxx11_abi' in p or 'GLIBCXX' in p or '?P<spec>' in p))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == ""
