@@ -19,6 +19,11 @@ it: a fresh process per run, the median of ``--runs`` runs after one untimed run
 - hashing 4 x 64 MB as `verify` does (`cache.check_variant`), serial and on every usable
   core, against the fastest one-core hashlib SHA-256 (bench/bench_hashing.py).
 
+After that table, the limits kernel-deps is held to, each a ratio within this one run
+(so that load on the machine, which slows both sides alike, does not decide it): `--help`,
+an offline `verify` and a warm `download` against `import click`, the lock of N kernels
+against the lock of 3, and its requests against kernels 0.16's.
+
 Requests are those the proxy saw during one run (the median over the runs). kernels
 0.16 runs from its compat install (`.venv/compat/kernels-0.16`, its CLI's extra
 packages in `.venv/compat/hf-cli-deps`, both installed by `make`).
@@ -139,6 +144,20 @@ def ratio(ours: Sample, theirs: Sample | None) -> str:
 
 
 Row = tuple[str, str, str, str, str]  # what, kernel-deps, kernels 0.16, kernel-deps against 0.16, goal and verdict
+Goal = tuple[str, str, str]  # measure, this run's figure, goal and verdict
+
+# The limits kernel-deps is held to, each a ratio within one run (so that load on the
+# machine, which slows both sides alike, does not decide it): start-up against a Python
+# that only imports click, a large lock against a small one, and requests against
+# kernels 0.16's for the same kernels.
+HELP_GOAL = 1.2
+VERIFY_GOAL = 1.5
+DOWNLOAD_GOAL = 1.5
+LOCK_SCALE_GOAL = 1.3
+
+
+def goal(measure: str, value: float, limit: float, unit: str = "x") -> Goal:
+    return measure, f"{value:.2f}{unit}", f"<= {limit:g}{unit}: {_met(value <= limit)}"
 
 
 def import_click(runs: int) -> Sample:
@@ -146,15 +165,15 @@ def import_click(runs: int) -> Sample:
     return timed(lambda: subprocess.run([sys.executable, "-c", "import click"], check=True), runs=runs)
 
 
-def help_row(ours: Tool, theirs: Tool, click: Sample, runs: int) -> Row:
+def help_row(ours: Tool, theirs: Tool, click: Sample, runs: int, goals: list[Goal]) -> Row:
     mine = timed(lambda: ours.run("--help"), runs=runs)
     other = timed(lambda: theirs.run("--help"), runs=runs)
-    # 0.10 s is about twice `import click` on this machine when idle; under load both grow
-    # alike, so the goal is judged against `import click` measured in the same run.
+    # Under load both grow alike, so the goal is judged against `import click` measured in the same run.
+    goals.append(goal("`kernels --help` / `import click`", mine.seconds / click.seconds, HELP_GOAL))
     return (
         "`kernels --help`", mine.show(), other.show(), ratio(mine, other),
-        f"<= 0.10 s, about 2x `import click` ({click.seconds:.3f} s now): {mine.seconds / click.seconds:.2f}x click, "
-        f"{_met(mine.seconds <= 2 * click.seconds)}",
+        f"<= {HELP_GOAL}x `import click` ({click.seconds:.3f} s now): {mine.seconds / click.seconds:.2f}x click, "
+        f"{_met(mine.seconds <= HELP_GOAL * click.seconds)}",
     )  # fmt: skip
 
 
@@ -189,10 +208,15 @@ def hub_throughput(url: str, names: list[str], passes: int = 3) -> tuple[float, 
 def lock_project_dir(root: Path, tool: Tool, names: list[str]) -> Path:
     """A project asking for ``names``, each as ``= 1`` (the form kernels 0.16 reads), for ``tool``."""
     deps = "\n".join(f'"{name}" = 1' for name in names)
-    return write_project(root / f"lock-{len(names)}-{tool.slug}", deps, name="bench")
+    # The local Hub has no organizations API: kernel-deps' project trusts the sample
+    # kernels' publisher itself, as a user of such a mirror would; kernels 0.16 checks none.
+    trusted = (names[0].split("/")[0],) if tool.slug == "ours" else ()
+    return write_project(root / f"lock-{len(names)}-{tool.slug}", deps, name="bench", trusted=trusted)
 
 
-def lock_rows(ours: Tool, theirs: Tool, root: Path, names: list[str], proxy: FaultProxy, runs: int, latency: float) -> list[Row]:
+def lock_rows(
+    ours: Tool, theirs: Tool, root: Path, names: list[str], proxy: FaultProxy, runs: int, latency: float, goals: list[Goal]
+) -> list[Row]:
     """Lock 3 and N kernels with no prior lock, each tool on an empty cache every run (the
     first lock on a machine); kernel-deps also with the cache an earlier lock left (a
     relock: the metadata.json files it read are kept there)."""
@@ -228,9 +252,15 @@ def lock_rows(ours: Tool, theirs: Tool, root: Path, names: list[str], proxy: Fau
 
     def scale(mine: Sample, base: Sample) -> str:
         return (
-            f"<= 1.5x the {SMALL}-kernel time ({1.5 * base.seconds:.2f} s): {mine.seconds / base.seconds:.2f}x, "
-            f"{_met(mine.seconds <= 1.5 * base.seconds)}; requests <= kernels 0.16's: {_met(mine.requests <= large_016.requests)}"
+            f"<= {LOCK_SCALE_GOAL}x the {SMALL}-kernel time ({LOCK_SCALE_GOAL * base.seconds:.2f} s): "
+            f"{mine.seconds / base.seconds:.2f}x, {_met(mine.seconds <= LOCK_SCALE_GOAL * base.seconds)}; "
+            f"requests <= kernels 0.16's: {_met(mine.requests <= large_016.requests)}"
         )
+
+    goals.append(goal(f"lock {len(names)} independent kernels / lock {SMALL} (empty cache, {ms})",
+                      large.seconds / small.seconds, LOCK_SCALE_GOAL))  # fmt: skip
+    goals.append((f"Hub requests to lock {len(names)} kernels (empty cache)", str(large.requests),
+                  f"<= {large_016.requests} (kernels 0.16's): {_met(large.requests <= large_016.requests)}"))  # fmt: skip
 
     return [
         (f"`kernels lock`, {SMALL} kernels, {ms}, empty cache", small.show(), small_016.show(), ratio(small, small_016), third(small)),
@@ -245,7 +275,9 @@ def lock_rows(ours: Tool, theirs: Tool, root: Path, names: list[str], proxy: Fau
     ]  # fmt: skip
 
 
-def download_row(ours: Tool, theirs: Tool, root: Path, names: list[str], proxy: FaultProxy, runs: int) -> Row:
+def download_row(
+    ours: Tool, theirs: Tool, root: Path, names: list[str], proxy: FaultProxy, runs: int, click: Sample, goals: list[Goal]
+) -> Row:
     warm = []
     for tool in (ours, theirs):
         project = lock_project_dir(root, tool, names[:SMALL])
@@ -253,6 +285,8 @@ def download_row(ours: Tool, theirs: Tool, root: Path, names: list[str], proxy: 
         tool.run("download", str(project))  # cold: fills this tool's own cache
         warm.append(timed(lambda: tool.run("download", str(project)), runs=runs, proxy=proxy))
     mine, other = warm
+    goals.append(goal(f"warm `kernels download`, {SMALL} kernels / `import click`", mine.seconds / click.seconds,
+                      DOWNLOAD_GOAL))  # fmt: skip
     ok = mine.seconds <= 0.30 and mine.requests == 0 and mine.seconds < other.seconds
     return (
         f"warm `kernels download .`, {SMALL} kernels cached", mine.show(), other.show(), ratio(mine, other),
@@ -260,13 +294,17 @@ def download_row(ours: Tool, theirs: Tool, root: Path, names: list[str], proxy: 
     )  # fmt: skip
 
 
-def verify_row(ours: Tool, root: Path, names: list[str], proxy: FaultProxy, click: Sample, runs: int) -> Row:
+def verify_row(
+    ours: Tool, root: Path, names: list[str], proxy: FaultProxy, click: Sample, runs: int, goals: list[Goal]
+) -> Row:
     project = lock_project_dir(root, ours, names[:SMALL])
     if not (project / "kernels.lock").exists():
         ours.run("lock", str(project))
         ours.run("download", str(project))
     offline = {"HF_HUB_OFFLINE": "1"}
     mine = timed(lambda: ours.run("verify", str(project), extra_env=offline), runs=runs, proxy=proxy)
+    goals.append(goal(f"offline `kernels verify`, {SMALL} small kernels / `import click`", mine.seconds / click.seconds,
+                      VERIFY_GOAL))  # fmt: skip
     return (
         f"offline `kernels verify .`, {SMALL} small kernels", mine.show(), "(none)", "",
         f"<= 0.15 s: {_met(mine.seconds <= 0.15)} ({mine.seconds / click.seconds:.2f}x `import click`)",
@@ -298,6 +336,7 @@ def main() -> None:
         parser.error(f"--rows: unknown {','.join(sorted(wanted - set(ROWS)))}; pick from {','.join(ROWS)}")
     runs = args.runs
     rows: list[Row] = []
+    goals: list[Goal] = []
     baseline = None
     load_before = os.getloadavg()[0]
     throughput = None
@@ -310,13 +349,13 @@ def main() -> None:
             click = import_click(runs)
             throughput = hub_throughput(hub.url, names)
             if "help" in wanted:
-                rows.append(help_row(ours, theirs, click, runs))
+                rows.append(help_row(ours, theirs, click, runs, goals))
             if "lock" in wanted:
-                rows += lock_rows(ours, theirs, root, names, proxy, runs, args.latency)
+                rows += lock_rows(ours, theirs, root, names, proxy, runs, args.latency, goals)
             if "download" in wanted:
-                rows.append(download_row(ours, theirs, root, names, proxy, runs))
+                rows.append(download_row(ours, theirs, root, names, proxy, runs, click, goals))
             if "verify" in wanted:
-                rows.append(verify_row(ours, root, names, proxy, click, runs))
+                rows.append(verify_row(ours, root, names, proxy, click, runs, goals))
     if "hashing" in wanted:  # in this process, no Hub
         row, baseline = hashing_row(args.hash_files, args.hash_mb)
         rows.append(row)
@@ -331,6 +370,12 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- |")
     for row in rows:
         print("| " + " | ".join(row) + " |")
+    if goals:
+        print()
+        print(f"| measure (this run; {args.latency * 1000:.0f} ms per Hub request while locking) | figure | goal |")
+        print("| --- | --- | --- |")
+        for measured in goals:
+            print("| " + " | ".join(measured) + " |")
 
 
 def _met(ok: bool) -> str:

@@ -99,3 +99,19 @@ def test_a_cache_that_cannot_be_written_costs_requests_not_the_lock(hub_env, pro
         proxy.reset_counts()
         assert lock_project(project, hub=HubClient(endpoint=proxy.url)).written
         assert by_kind(proxy)["file"] == 1
+
+
+def test_twenty_kernels_ask_each_thing_once_and_no_more_than_kernels_016(hub_env, proxy, tmp_path) -> None:
+    # The issue's measure: 20 independent kernels, as bench/compare.py locks them. Each
+    # request is for something not asked before (refs per repo, listing per commit,
+    # metadata.json per variant), and on the Hub, which answers a listing without olah's
+    # trailing-slash redirect, they come to no more than kernels 0.16's 101.
+    names = add_kernels(hub_env, "twenty", 20)
+    project = write_project(tmp_path / "app", "\n".join(f'"{name}" = 1' for name in names))
+
+    lock_project(project, hub=HubClient(endpoint=proxy.url))
+    variants = len(DEFAULT_VARIANTS)
+    assert by_kind(proxy) == {"refs": 20, "tree": 20, "slash": 20, "file": 20 * variants, "other": 0}
+    repeated = {request: n for request, n in proxy.counts.items() if n > 1}
+    assert repeated == {}
+    assert proxy.total_requests() - by_kind(proxy)["slash"] <= 101

@@ -24,6 +24,19 @@ def test_help_imports_neither_huggingface_hub_nor_torch() -> None:
     assert not top_level(modules) & set(HEAVY)
 
 
+# What `kernels --help` has no use for, though some commands do: JSON output and error
+# documents (json), reading the Hugging Face CLI's entry points when it is installed
+# (configparser), credentials in a URL (base64).
+HELP_DOES_NOT_USE = ("json", "configparser", "base64")
+
+
+def test_help_imports_only_what_it_uses() -> None:
+    result, modules = imported_modules("--help")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Hugging Face kernels library, which is not installed" in result.stdout
+    assert not modules & set(HELP_DOES_NOT_USE)
+
+
 @pytest.mark.parametrize("with_home", [False, True], ids=["default-cache", "HF_HOME"])
 def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path, with_home: bool) -> None:
     # The cache is found where huggingface_hub would look; --require-cached also describes
@@ -42,6 +55,11 @@ def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path
     assert "1 cached variants verified" in result.stdout
     assert "kernel_deps.core.system" in modules
     assert not top_level(modules) & set(HEAVY)
+    # A verify writes nothing, so it does not import what naming a temp file takes, and it
+    # reads pyproject.toml with the standard library's tomllib, not the editing parser.
+    assert "secrets" not in modules
+    if sys.version_info >= (3, 11):
+        assert "tomlkit" not in modules
 
 
 @pytest.mark.parametrize(
@@ -68,3 +86,18 @@ def test_cache_root_is_where_huggingface_hub_looks(env: dict[str, str]) -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**clean, **env}, check=True)
     ours, theirs = result.stdout.splitlines()
     assert ours == theirs
+
+
+def test_patterns_only_some_commands_use_are_not_compiled_at_import() -> None:
+    # Reading torch's files for its C++ ABI (verify --require-cached, download, the loader)
+    # and parsing `kernels add`'s argument compile their patterns when they run, not when
+    # `kernels verify` or `--help` starts.
+    code = (
+        "import re, sys\ncompiled = []\noriginal = re.compile\n"
+        "re.compile = lambda pattern, flags=0: compiled.append(str(pattern)) or original(pattern, flags)\n"
+        "import kernel_deps.cli, kernel_deps.commands.verify\n"
+        "wanted = ('compiled_with_cxx11_abi', 'GLIBCXX', '?P<spec>')\n"
+        "print('\\n'.join(p for p in compiled if any(w in p for w in wanted)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == ""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -83,7 +82,7 @@ def _error_payload(exc: KernelDepsError) -> dict:
 def _exit_on_error(exc: KernelDepsError, *, as_json: bool) -> NoReturn:
     """End the command on ``exc``: its JSON document on stdout with --json, one line on stderr."""
     if as_json:  # scripts still get JSON, on stdout
-        click.echo(json.dumps(_error_payload(exc), indent=2))
+        _echo_json(_error_payload(exc))
     click.echo(f"{_colour('error:', fg='red', bold=True)} {exc.message}", err=True)
     sys.exit(exc.exit_code)
 
@@ -259,6 +258,8 @@ def versions(repo_id: str, as_json: bool, quiet: bool) -> None:
 
 
 def _echo_json(payload: dict) -> None:
+    import json  # only a command that prints JSON pays for it (not `--help`)
+
     click.echo(json.dumps(payload, indent=2))
 
 
@@ -397,6 +398,8 @@ def add(requirement: str, project_dir: Path | None, legacy_project: Path | None,
     report = add_kernel(project_dir, requirement, notice=_notice())
     if not (as_json or _quiet()):
         value = report.requirement
+        import json
+
         click.echo(f"Added {report.repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
     _render_lock(report.lock, as_json=as_json, check=False, quiet=_quiet())
 

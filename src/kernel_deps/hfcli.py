@@ -9,15 +9,14 @@ Finding the peer imports nothing of it: its ``.dist-info`` folder is looked up o
 read from ``entry_points.txt``, and its subcommands read from the source of that entry
 point's module (the ``add_parser("name", help=...)`` calls of its argparse CLI), so
 ``kernels --help`` stays as light as before. Only :func:`run_peer_cli` imports it.
+What reading the peer takes (``configparser``, ``ast``) is imported only once its
+``.dist-info`` folder is found, so ``--help`` without the peer pays for neither.
 
 Imports nothing of kernel-deps.
 """
 
 from __future__ import annotations
 
-import ast
-import configparser
-import importlib
 import os
 import re
 import sys
@@ -68,6 +67,8 @@ def find_peer_cli(path: list[str] | None = None) -> PeerCli | None:
 
 
 def _console_script(path: Path) -> str | None:
+    import configparser
+
     parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
     parser.optionxform = str  # type: ignore[assignment,method-assign]  # keep names as written
     try:
@@ -81,6 +82,8 @@ def _console_script(path: Path) -> str | None:
 
 def _subcommands(location: Path, entry_point: str) -> tuple[tuple[str, str], ...]:
     """The ``add_parser`` calls in the entry point's module: best effort, () when unreadable."""
+    import ast
+
     module = entry_point.partition(":")[0]
     base = location.joinpath(*module.split("."))
     for source in (base / "__init__.py", base.with_suffix(".py")):
@@ -108,6 +111,8 @@ def run_peer_cli(peer: PeerCli, args: list[str]) -> NoReturn:
     would have it, and whatever its ``main`` returns or raises ends the process as it
     would end that script. :class:`PeerCliBroken` when its entry point cannot be imported.
     """
+    import importlib
+
     module_name, _, attribute = peer.entry_point.partition(":")
     try:
         function = importlib.import_module(module_name)

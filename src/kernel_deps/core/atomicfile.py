@@ -28,7 +28,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import stat
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -248,6 +247,8 @@ def _replace(path: Path, data: bytes) -> None:
         mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
         mode = None
+    import secrets  # only a command that writes pays for it (random, hmac), not a read-only verify
+
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for any new file
     try:

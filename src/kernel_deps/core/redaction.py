@@ -18,7 +18,6 @@ This module imports nothing of kernel-deps: errors and settings use it.
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 from collections.abc import Iterable
@@ -62,6 +61,8 @@ def url_secrets(url: str) -> set[str]:
     userinfo = _userinfo(url)
     if not userinfo:
         return set()
+    import base64  # only for a URL with credentials, not at every start-up
+
     user, _, password = userinfo.partition(":")
     basic = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
     # The Basic header's base64 also without its '=' padding: a URL quoting it escapes '='.

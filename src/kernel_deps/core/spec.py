@@ -31,7 +31,8 @@ MAX_MAJOR_DIGITS = 9
 _EXPECTED = 'expected a PEP 440 range like ">=1.2,<2", a major version like 1, or { revision = "..." }'
 _EXPECTED_DEPENDS = 'expected {"repo-id": "org/name", "version": ">=1.2,<2"} or { ..., "revision": "..." }'
 _EXPECTED_ARG = "expected ORG/NAME, ORG/NAME<specifier> (e.g. 'org/name>=1.2,<2') or ORG/NAME@REVISION"
-_ADD_ARG = re.compile(r"^\s*(?P<id>[^\s<>=!~@]+)\s*(?:(?P<spec>[<>=!~].*)|@(?P<rev>.*))?$", re.S)
+# Compiled (by re's cache) only by `kernels add`, not at every start-up.
+_ADD_ARG = r"(?s)^\s*(?P<id>[^\s<>=!~@]+)\s*(?:(?P<spec>[<>=!~].*)|@(?P<rev>.*))?$"
 # What git check-ref-format refuses, less its rarer corners: no spaces or control
 # characters, none of ~^:?*[\, no '..', '@{' or '//', no leading '-', '/' or '.'.
 _BAD_REVISION = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|^[-/.]|[/.]$|\.lock$|^@$")
@@ -145,7 +146,7 @@ def parse_kernel_depends(entries: object, *, source: str) -> list[KernelRequirem
 
 def parse_add_argument(arg: str) -> tuple[str, str | dict[str, str] | None]:
     """Split ``ORG/NAME``, ``ORG/NAME<specifier>`` or ``ORG/NAME@REVISION`` into repo id and value."""
-    match = _ADD_ARG.match(arg)
+    match = re.match(_ADD_ARG, arg)
     if match is None:
         raise UsageError(_one_line(f"invalid kernel requirement {show_toml(arg)}; {_EXPECTED_ARG}"))
     repo_id = validate_repo_id(match["id"])

@@ -35,14 +35,15 @@ _DEVICE_EXTENSIONS = ("torch_npu", "torch_neuronx", "torch_neuron", "torch_xla",
 # torch/version.py: plain assignments of string (or None) literals.
 _VERSION_NAMES = ("__version__", "cuda", "hip", "xpu")
 # torch/__init__.py: since torch 2.7 linux wheels are cxx11-only and say so as a literal.
-_ABI_FUNCTION = re.compile(
-    r"^def compiled_with_cxx11_abi\(\)[^\n]*:\n"
+# Both patterns are compiled (by re's cache) only by a command that reads torch's files,
+# not at every start-up: the first costs about 2 ms to compile.
+_ABI_FUNCTION = (
+    r"(?m)^def compiled_with_cxx11_abi\(\)[^\n]*:\n"
     r"(?:[ \t]+(?:[rRuU]?(?:\"\"\"|\'\'\')[^\n]*|#[^\n]*)?\n)*"
-    r"[ \t]+return (True|False)[ \t]*$",
-    re.MULTILINE,
+    r"[ \t]+return (True|False)[ \t]*$"
 )
 # TorchConfig.cmake of older torch: set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI=0").
-_ABI_FLAG = re.compile(r"_GLIBCXX_USE_CXX11_ABI=([01])\b")
+_ABI_FLAG = r"_GLIBCXX_USE_CXX11_ABI=([01])\b"
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,11 +217,11 @@ def _literal_assignments(path: Path, names: Sequence[str]) -> dict[str, str | No
 def _cxx11_abi_from_files(package: Path) -> bool | None:
     """The C++ ABI a torch package was built with, from its files; None when they do not say."""
     try:
-        match = _ABI_FUNCTION.search((package / "__init__.py").read_text(encoding="utf-8"))
+        match = re.search(_ABI_FUNCTION, (package / "__init__.py").read_text(encoding="utf-8"))
         if match:
             return match[1] == "True"
         config = package / "share" / "cmake" / "Torch" / "TorchConfig.cmake"
-        match = _ABI_FLAG.search(config.read_text(encoding="utf-8"))
+        match = re.search(_ABI_FLAG, config.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return match[1] == "1" if match else None

@@ -1,9 +1,11 @@
 """pyproject.toml: ``[tool.kernels]`` read with its line numbers, and edited in place.
 
-Reading parses the file once (tomlkit) and returns the ``[tool.kernels]`` table and the
-requirements of ``[tool.kernels.dependencies]`` (:mod:`kernel_deps.core.spec` judges each
-entry); an invalid entry is named with its file and line. Editing goes through tomlkit,
-so comments, layout and line endings survive. Reading never applies the journal of an
+Reading parses the file once (the standard library's tomllib where it is there and the
+file is valid TOML; tomlkit otherwise, which names the error) and returns the
+``[tool.kernels]`` table and the requirements of ``[tool.kernels.dependencies]``
+(:mod:`kernel_deps.core.spec` judges each entry); an invalid entry is named with its file
+and line (found, for an error only, by tomlkit). Editing goes through tomlkit, so
+comments, layout and line endings survive. Reading never applies the journal of an
 interrupted ``kernels add`` / ``kernels remove``: with one beside the file, it is a
 PendingEditError (:mod:`kernel_deps.project.edit`; a command that writes finishes the
 journal first, under the project's edit lock).
@@ -14,12 +16,7 @@ from __future__ import annotations
 import re
 import uuid
 from pathlib import Path
-from typing import Any
-
-import tomlkit
-from tomlkit.exceptions import ParseError, TOMLKitError
-from tomlkit.items import InlineTable
-from tomlkit.toml_document import TOMLDocument
+from typing import TYPE_CHECKING, Any
 
 from kernel_deps.core.errors import InvalidRepoIdError, PyprojectError
 from kernel_deps.core.settings import PYPROJECT_NAME
@@ -37,6 +34,9 @@ from kernel_deps.core.spec import (
 )
 from kernel_deps.core.targets import InvalidTargetName, Target, parse_targets
 from kernel_deps.project.edit import refuse_pending_edit
+
+if TYPE_CHECKING:
+    from tomlkit.toml_document import TOMLDocument
 
 _PATH = ("tool", "kernels", "dependencies")
 _TARGETS_PATH = ("tool", "kernels", "targets")
@@ -78,6 +78,10 @@ def requirements_from_text(text: str, *, source: str) -> list[KernelRequirement]
 
 
 def _kernels_table(text: str, source: str) -> tuple[dict[str, Any] | None, list[KernelRequirement] | None]:
+    plain = _plain_kernels_table(text)
+    if plain is not None:
+        kernels, table = plain
+        return kernels, None if table is None else _requirements(table, text, source)
     doc = _parse_toml(text, source)
     kernels = _find_table(doc, text, source, create=False, path=_PATH[:2])
     if kernels is None:
@@ -121,17 +125,16 @@ def targets_from_table(kernels: dict[str, Any] | None, text: str, source: str) -
     if kernels is None or "targets" not in kernels:
         return ()
     value = kernels["targets"]
-    line = _line_of(text, _TARGETS_PATH, None)
-    where = f"{source}:{line}" if line else source
     if not isinstance(value, list):
         raise pyproject_error(
-            f"{where}: tool.kernels.targets = {show_toml(value)}: expected a list of build names, "
+            f"{_at(text, source, _TARGETS_PATH)}: tool.kernels.targets = {show_toml(value)}: "
+            "expected a list of build names, "
             'like targets = ["torch213-cxx11-cu130-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux"]'
         )
     try:
         return parse_targets(value)
     except InvalidTargetName as exc:
-        raise pyproject_error(f"{where}: tool.kernels.targets{exc}") from None
+        raise pyproject_error(f"{_at(text, source, _TARGETS_PATH)}: tool.kernels.targets{exc}") from None
 
 
 def read_trust(project_dir: Path) -> tuple[str, ...]:
@@ -150,30 +153,28 @@ def trust_from_table(kernels: dict[str, Any] | None, text: str, source: str) -> 
     if kernels is None or "trust" not in kernels:
         return ()
     table = kernels["trust"]
-    line = _line_of(text, _TRUST_PATH, None)
-    where = f"{source}:{line}" if line else source
     if not isinstance(table, dict):
         raise pyproject_error(
-            f"{where}: tool.kernels.trust = {show_toml(table)}: "
+            f"{_at(text, source, _TRUST_PATH)}: tool.kernels.trust = {show_toml(table)}: "
             f"expected a table like [tool.kernels.trust] {TRUST_EXAMPLE}"
         )
     unknown = sorted(key for key in table if key not in _TRUST_KEYS)
     if unknown:
         raise pyproject_error(
-            f"{where}: tool.kernels.trust has an unknown key {show_toml(unknown[0])}; "
+            f"{_at(text, source, _TRUST_PATH)}: tool.kernels.trust has an unknown key {show_toml(unknown[0])}; "
             f"expected only {', '.join(_TRUST_KEYS)}, like {TRUST_EXAMPLE}"
         )
     value = table.get("publishers", [])
-    line = _line_of(text, (*_TRUST_PATH, "publishers"), value) or line
-    where = f"{source}:{line}" if line else source
     if not isinstance(value, list):
         raise pyproject_error(
-            f"{where}: tool.kernels.trust.publishers = {show_toml(value)}: expected a list like {TRUST_EXAMPLE}"
+            f"{_where(text, source, 'publishers', value)}: tool.kernels.trust.publishers = {show_toml(value)}: "
+            f"expected a list like {TRUST_EXAMPLE}"
         )
     for item in value:
         if not _is_publisher(item):
             raise pyproject_error(
-                f"{where}: tool.kernels.trust.publishers: {show_toml(item)} is neither an organization "
+                f"{_where(text, source, 'publishers', value)}: tool.kernels.trust.publishers: "
+                f"{show_toml(item)} is neither an organization "
                 f"nor a repo id (org/name); expected a list like {TRUST_EXAMPLE}"
             )
     return tuple(value)
@@ -226,6 +227,13 @@ def signature_policy_from_table(
     )
 
 
+def _at(text: str, source: str, path: tuple[str, ...], value: object = None) -> str:
+    """``source:line`` of ``path`` in ``text``, or ``source`` when the line cannot be told.
+    Asked only for an error: finding the line parses the text again with tomlkit."""
+    line = _line_of(text, path, value)
+    return f"{source}:{line}" if line else source
+
+
 def _where(text: str, source: str, key: str, value: object) -> str:
     line = _line_of(text, (*_TRUST_PATH, key), value) or _line_of(text, _TRUST_PATH, None)
     return f"{source}:{line}" if line else source
@@ -233,10 +241,10 @@ def _where(text: str, source: str, key: str, value: object) -> str:
 
 def _identities(value: object, text: str, source: str, path: tuple[str, ...], name: str) -> tuple[Identity, ...]:
     """A list of identity tables; PyprojectError naming the item and what is wrong."""
-    line = _line_of(text, path, value)
-    where = f"{source}:{line}" if line else source
     if not isinstance(value, list):
-        raise pyproject_error(f"{where}: {name} = {show_toml(value)}: expected a list like [{IDENTITY_EXAMPLE}]")
+        raise pyproject_error(
+            f"{_at(text, source, path, value)}: {name} = {show_toml(value)}: expected a list like [{IDENTITY_EXAMPLE}]"
+        )
     found = []
     for index, item in enumerate(value):
         problem = None
@@ -252,7 +260,8 @@ def _identities(value: object, text: str, source: str, path: tuple[str, ...], na
             problem = f"repository {show_toml(item['repository'])} is not a repository (org/name)"
         if problem:
             raise pyproject_error(
-                f"{where}: {name}[{index}] = {show_toml(item)}: {problem}; expected a table like {IDENTITY_EXAMPLE}"
+                f"{_at(text, source, path, value)}: {name}[{index}] = {show_toml(item)}: {problem}; "
+                f"expected a table like {IDENTITY_EXAMPLE}"
             )
         found.append(Identity(item["repository"], item["workflow"], item["ref"], item.get("issuer", GITHUB_ISSUER)))
     return tuple(found)
@@ -339,8 +348,36 @@ def remove_requirement(text: str, repo_id: str, *, source: str) -> str:
     return _keep_newlines(text, doc.as_string())
 
 
+def _plain_kernels_table(text: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None] | None:
+    """``[tool.kernels]`` and its ``dependencies`` as plain data, read by the standard library's
+    tomllib (Python 3.11+), which starts in a fraction of tomlkit's import time; None when the
+    text is not valid TOML, or either is there but not a table, so that tomlkit's parse names
+    the error as it always has. Reading needs no formatting kept; editing goes through tomlkit."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        return None
+    try:
+        doc = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError):
+        return None
+    tool = doc.get("tool")
+    kernels = tool.get("kernels") if isinstance(tool, dict) else None
+    if tool is not None and not isinstance(tool, dict) or kernels is not None and not isinstance(kernels, dict):
+        return None
+    if kernels is None:
+        return None, None
+    table = kernels.get("dependencies")
+    if table is not None and not isinstance(table, dict):
+        return None
+    return kernels, table
+
+
 def _parse_toml(text: str, source: str) -> TOMLDocument:
     """``text`` parsed by tomlkit, or PyprojectError with tomlkit's line and column."""
+    import tomlkit
+    from tomlkit.exceptions import ParseError, TOMLKitError
+
     try:
         return tomlkit.parse(text)
     except ParseError as exc:
@@ -351,6 +388,9 @@ def _parse_toml(text: str, source: str) -> TOMLDocument:
 
 def _find_table(doc: TOMLDocument, text: str, source: str, *, create: bool, path: tuple[str, ...] = _PATH) -> Any:
     """The ``[tool.kernels.dependencies]`` container, or the one at ``path`` (made when ``create``), or None."""
+    import tomlkit
+    from tomlkit.items import InlineTable
+
     node: Any = doc
     for depth, key in enumerate(path):
         if key not in node:
@@ -369,6 +409,8 @@ def _find_table(doc: TOMLDocument, text: str, source: str, *, create: bool, path
 
 def _toml_value(value: str | int | dict[str, Any]) -> Any:
     """A tomlkit item for ``value``; tables are inline, spaced as people write them."""
+    import tomlkit
+
     if not isinstance(value, dict):
         return value
     body = ", ".join(f"{key} = {tomlkit.item(item).as_string()}" for key, item in value.items())
@@ -392,6 +434,8 @@ def _line_of(text: str, path: tuple[str, ...], value: object) -> int | None:
 
 def _line_by_substitution(text: str, path: tuple[str, ...]) -> int | None:
     """Replace ``path``'s value by a marker and see where it lands, if nothing else moved."""
+    import tomlkit
+
     marker = f'"kernel-deps-{uuid.uuid4().hex}"'
     try:
         root = tomlkit.parse(text)
@@ -411,6 +455,8 @@ def _line_by_substitution(text: str, path: tuple[str, ...]) -> int | None:
 
 def _line_of_header(text: str, path: tuple[str, ...]) -> int | None:
     """The line of a ``[a.b]`` or ``[[a.b]]`` header naming ``path``, written the usual way."""
+    import tomlkit
+
     dotted = ".".join(tomlkit.key(key).as_string() for key in path)
     header = re.compile(rf"[ \t]*\[\[?[ \t]*{re.escape(dotted)}[ \t]*\]")
     return next((n for n, line in enumerate(text.split("\n"), 1) if header.match(line)), None)
