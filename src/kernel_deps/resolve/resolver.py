@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, ResolutionTooDeep
@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # the index imports the Hub client; reading a lock needs neit
     from kernel_deps.hub.view import KernelIndex
 
 _FULL_SHA_LENGTH = 40
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,14 +373,7 @@ def _held_back_unsigned(
     whose builds are not signed as the project requires."""
     if provider.signed is None:
         return ()
-    passed: list[tuple[Candidate, str]] = []
-    for candidate in provider.all_candidates(chosen.repo_id, requirements):
-        if candidate.commit == chosen.commit:
-            break
-        why = provider.refused_before(candidate)
-        if why and all(matches(r, candidate) for r in requirements):
-            passed.append((candidate, why))
-    return tuple(passed)
+    return _passed_over(provider, chosen, requirements, provider.refused_before)
 
 
 def explain_unsigned(causes: Sequence[RequirementInformation], provider: KernelProvider) -> SignatureError | None:
@@ -432,13 +426,22 @@ def _held_back(
     """The candidates ahead of ``chosen`` that meet ``requirements`` but miss a target."""
     if not provider.targets:
         return ()
-    passed: list[tuple[Candidate, tuple[str, ...]]] = []
+    return _passed_over(provider, chosen, requirements, provider.judged)
+
+
+def _passed_over(
+    provider: KernelProvider, chosen: Candidate, requirements: Sequence[KernelRequirement],
+    why_not: Callable[[Candidate], T],
+) -> tuple[tuple[Candidate, T], ...]:
+    """Each candidate newer than ``chosen`` that meets ``requirements`` but that ``why_not``
+    gives a reason against (newest first), with that reason."""
+    passed: list[tuple[Candidate, T]] = []
     for candidate in provider.all_candidates(chosen.repo_id, requirements):
         if candidate.commit == chosen.commit:
             break
-        missed = provider.judged(candidate)
-        if missed and all(matches(r, candidate) for r in requirements):
-            passed.append((candidate, missed))
+        why = why_not(candidate)
+        if why and all(matches(r, candidate) for r in requirements):
+            passed.append((candidate, why))
     return tuple(passed)
 
 
