@@ -15,6 +15,7 @@ import subprocess
 import sys
 import sysconfig
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ from kernel_deps.build_hooks import ALLOW_STALE_ENV, BuildLock, StaleLockError, 
 from kernel_deps.core.errors import LockfileError, PyprojectError, UsageError
 from kernel_deps.core.spec import parse_requirement
 from kernel_deps.loader import api as loader
-from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock
+from kernel_deps.core.signers import GITHUB_ISSUER
+from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock, VariantSigner
 from tests.fixtures.projects import write_project
 from tests.fixtures.wheels import (  # noqa: F401 - fixtures used by name
     EMBEDDED,
@@ -126,6 +128,68 @@ def test_a_changed_requirement_is_stale_even_when_the_pin_still_satisfies_it(tmp
     project = with_lock(write_project(tmp_path, {ROTARY: ">=0.5"}), {ROTARY: "<1.1"})
     with pytest.raises(StaleLockError, match=r"pyproject.toml asks for '>=0.5' but kernels.lock was locked for '<1.1'"):
         lock_for_build(project)
+
+
+def test_a_publisher_trusted_on_a_withdrawn_entry_refuses_the_build(tmp_path, no_opt_out) -> None:
+    deps = {ROTARY: "<1.1"}
+    lock = make_lock(deps)
+    trusted = Lockfile(kernels=(replace(lock.kernels[0], trusted_by="pyproject:kernels-test"),))
+    project = write_project(tmp_path, deps, trusted=("kernels-test",))
+    (project / "kernels.lock").write_text(trusted.to_json())
+    assert lock_for_build(project).text == trusted.to_json()  # the entry it relied on is still listed
+
+    write_project(tmp_path, deps, trusted=("other-org",))  # ... and now it is not
+    with pytest.raises(StaleLockError) as info:
+        lock_for_build(project)
+    [problem] = info.value.problems
+    assert problem.startswith(f"{ROTARY}: kernels.lock trusts it because [tool.kernels.trust] publishers listed 'kernels-test'")
+    assert "no longer lists" in problem
+
+
+def test_an_invalid_trust_table_fails_the_build_naming_its_line(tmp_path, no_opt_out) -> None:
+    deps = {ROTARY: "<1.1"}
+    project = with_lock(write_project(tmp_path, deps, trusted=()), deps)
+    text = (project / "pyproject.toml").read_text()
+    (project / "pyproject.toml").write_text(text + "\n[tool.kernels.trust]\nrequire-signatures = \"yes\"\n")
+    line = len(text.splitlines()) + 3
+    expected = rf"pyproject.toml:{line}: tool.kernels.trust.require-signatures = \"yes\": expected true or false"
+    with pytest.raises(PyprojectError, match=expected):
+        lock_for_build(project)
+
+
+SIGNER = VariantSigner(
+    issuer=GITHUB_ISSUER,
+    identity="https://github.com/kernels-test/rotary/.github/workflows/build.yaml@refs/heads/main",
+    repository="kernels-test/rotary", workflow=".github/workflows/build.yaml", ref="refs/heads/main",
+    metadata_sha256="1" * 64,
+)  # fmt: skip
+IDENTITY = '{ repository = "kernels-test/rotary", workflow = ".github/workflows/build.yaml", ref = "refs/heads/main" }'
+
+
+@pytest.mark.parametrize(
+    "policy, signed, refused",
+    [
+        (f"identities = [{IDENTITY}]", True, None),
+        (f"identities = [{IDENTITY.replace('refs/heads/main', 'refs/tags/v1')}]", True, "not allowed"),
+        ("require-signatures = true", False, "records no signer"),
+    ],
+    ids=["allowed-signer", "signer-no-longer-allowed", "unsigned-while-required"],
+)
+def test_a_lock_the_signature_policy_no_longer_allows_refuses_the_build(tmp_path, no_opt_out, policy, signed, refused) -> None:
+    deps = {ROTARY: "<1.1"}
+    kernel = make_lock(deps).kernels[0]
+    if signed:
+        kernel = replace(kernel, signatures={variant: SIGNER for variant in kernel.variants})
+    extra = f'[tool.kernels.trust]\n{policy}\n\n'
+    project = write_project(tmp_path, deps, extra=extra, trusted=())
+    (project / "kernels.lock").write_text(Lockfile(kernels=(kernel,)).to_json())
+    if refused is None:
+        assert lock_for_build(project).text == (project / "kernels.lock").read_text()
+        return
+    with pytest.raises(StaleLockError) as info:
+        lock_for_build(project)
+    [problem] = info.value.problems
+    assert problem.startswith(f"{ROTARY} build torch-universal: ") and refused in problem
 
 
 @pytest.mark.parametrize("how", ["env-1", "env-true", "pyproject"])

@@ -8,9 +8,12 @@ adapters around :func:`lock_for_build`, which decides, offline, what a build emb
 
 - no ``[tool.kernels.dependencies]`` table: nothing, and no message;
 - the table but no ``kernels.lock``: nothing, and a warning;
-- a lock that disagrees with the table (the static rule of ``kernels lock --check``): the
-  build is refused, unless ``KERNELS_ALLOW_STALE_LOCK=1`` or ``[tool.kernels]
-  allow-stale-lock = true`` says to embed it anyway (with a warning);
+- a lock that disagrees with the project (the offline rules of ``kernels lock --check``:
+  each requirement locked as written, every target served, no publisher trusted on a
+  ``[tool.kernels.trust] publishers`` entry since removed, no signer the signature policy
+  no longer allows, no unsigned build where signatures are required): the build is
+  refused, unless ``KERNELS_ALLOW_STALE_LOCK=1`` or ``[tool.kernels] allow-stale-lock =
+  true`` says to embed it anyway (with a warning);
 - otherwise the lock, byte for byte.
 
 A build never writes the project, so it never finishes the edit journal an interrupted
@@ -20,7 +23,7 @@ run), as every command that only reads refuses it.
 
 This module is imported by every setuptools build whose environment has kernel-deps, so
 it imports nothing heavy at import. pyproject.toml is read and parsed once, by
-:func:`kernel_deps.core.spec.read_kernels_table`, the reader ``kernels lock`` uses, so a build
+:func:`kernel_deps.project.pyproject.read_kernels_source`, the reader ``kernels lock`` uses, so a build
 reports a bad pyproject.toml as ``kernels lock`` does.
 
 A lock the Hugging Face ``kernels`` library wrote (<= 0.16, or 0.17) is embedded as it
@@ -71,20 +74,23 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
     Raises StaleLockError, PyprojectError, LockfileError or UsageError.
     """
     # Imported here, not at the top: every setuptools build imports this module.
-    from kernel_deps.project.pyproject import read_kernels_table
+    from kernel_deps.project.pyproject import read_kernels_source
 
     project_dir = Path(project_dir)
     pyproject = project_dir / PYPROJECT_NAME
-    kernels_table, requirements = read_kernels_table(project_dir, missing_ok=True)
-    if kernels_table is None or requirements is None:
+    text, kernels_table, requirements = read_kernels_source(project_dir, missing_ok=True)
+    if text is None or kernels_table is None or requirements is None:
         return BuildLock()
     allow_stale, why = _allow_stale(kernels_table, pyproject)
 
-    from kernel_deps.lock.freshness import check_sync, check_targets  # the static rules of `kernels lock --check`: no network
+    # The offline rules of `kernels lock --check`: no network.
+    from kernel_deps.lock.freshness import check_signatures, check_sync, check_targets, check_trust
     from kernel_deps.lock.read import read_lock
-    from kernel_deps.project.pyproject import targets_from_table
+    from kernel_deps.project.pyproject import signature_policy_from_table, targets_from_table, trust_from_table
 
-    targets = targets_from_table(kernels_table, "", str(pyproject))
+    targets = targets_from_table(kernels_table, text, str(pyproject))
+    publishers = trust_from_table(kernels_table, text, str(pyproject))
+    policy = signature_policy_from_table(kernels_table, text, str(pyproject), project_dir)
 
     path = project_dir / LOCK_NAME
     if not path.is_file() and fallback is not None and fallback.is_file():
@@ -101,7 +107,11 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
     text, lock = found.text, found.lock
     if found.written_by is not None:
         return BuildLock(text, path, (_foreign_lock_warning(found, path, project_dir),))
-    problems = [problem.message for problem in (*check_sync(requirements, lock), *check_targets(targets, lock))]
+    found_problems = (
+        *check_sync(requirements, lock), *check_targets(targets, lock),
+        *check_trust(publishers, lock), *check_signatures(policy, lock),
+    )  # fmt: skip
+    problems = [problem.message for problem in found_problems]
     if not problems:
         return BuildLock(text, path)
     listed = "".join(f"\n  - {problem}" for problem in problems)

@@ -62,11 +62,21 @@ def read_kernels_table(
     Either is None when its table is absent (both when there is no pyproject.toml and
     ``missing_ok``); the requirements are those :func:`read_requirements` returns.
     """
+    _, table, requirements = read_kernels_source(project_dir, missing_ok=missing_ok)
+    return table, requirements
+
+
+def read_kernels_source(
+    project_dir: Path, *, missing_ok: bool = False
+) -> tuple[str | None, dict[str, Any] | None, list[KernelRequirement] | None]:
+    """:func:`read_kernels_table`'s answer with the text it parsed, for naming lines in
+    errors about the table's other keys (``targets``, ``trust``); all None when there is
+    no pyproject.toml and ``missing_ok``."""
     source = str(Path(project_dir) / PYPROJECT_NAME)
     text = _read_pyproject(Path(project_dir), missing_ok=missing_ok)
     if text is None:
-        return None, None
-    return _kernels_table(text, source)
+        return None, None, None
+    return (text, *_kernels_table(text, source))
 
 
 def requirements_from_text(text: str, *, source: str) -> list[KernelRequirement]:
