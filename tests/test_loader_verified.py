@@ -4,10 +4,13 @@ changed after the check, no link out of the cache, and one module name per repo 
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import py_compile
 import shutil
+import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -277,3 +280,42 @@ def test_a_folder_or_file_planted_without_init_is_still_not_importable(hub_env, 
     assert importlib.util.find_spec(f"{module.__name__}.ops_ns.evil") is None
     assert not marker.exists()
     assert importlib.import_module(f"{module.__name__}.ops_ns.impl").VALUE.startswith("impl of ")
+
+
+TWIN_C = b"""
+#include <Python.h>
+static struct PyModuleDef twin = {PyModuleDef_HEAD_INIT, "twin", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit_twin(void) {
+    PyObject *module = PyModule_Create(&twin);
+    if (module != NULL && PyModule_AddStringConstant(module, "KIND", "extension") < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
+"""
+
+
+def compiled_twin(tmp_path: Path) -> bytes:
+    """A real extension module ``twin`` (``twin.KIND == "extension"``), built with the C compiler."""
+    source, library = tmp_path / "twin.c", tmp_path / "twin.abi3.so"
+    source.write_bytes(TWIN_C)
+    include = sysconfig.get_paths()["include"]
+    subprocess.run(["cc", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(library)], check=True)
+    return library.read_bytes()
+
+
+def test_a_module_both_compiled_and_in_source_imports_the_extension_as_python_would(hub_env, tmp_path) -> None:
+    files = (("twin.py", b"KIND = 'source'\n"), ("twin.abi3.so", compiled_twin(tmp_path)))
+    # Python's own path finder, on a plain folder of the same two files, takes the extension.
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for rel, data in files:
+        (plain / rel).write_bytes(data)
+    assert importlib.machinery.PathFinder.find_spec("twin", [str(plain)]).origin == str(plain / "twin.abi3.so")
+
+    folder, project = downloaded(hub_env, tmp_path, "twin", LAZY_FILES + files)
+    module = load_kernel("kernels-test/verified-twin", lockfile=project / "kernels.lock")
+    twin = module.late("twin")
+    assert twin.KIND == "extension"
+    assert twin.__file__ == str(folder / "twin.abi3.so")

@@ -74,11 +74,12 @@ class VerifiedTree:
             return init, "package"
         if not parts:
             return None
-        if f"{stem}.py" in self.files:
-            return f"{stem}.py", "source"
+        # Extension modules before source, as Python's path finder takes a module's files.
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             if f"{stem}{suffix}" in self.files:
                 return f"{stem}{suffix}", "extension"
+        if f"{stem}.py" in self.files:
+            return f"{stem}.py", "source"
         # A folder without __init__.py is a namespace package (PEP 420), but only one that
         # holds verified files: a folder of planted or bytecode-only files is not there.
         if any(rel.startswith(f"{stem}/") for rel in self.files):
