@@ -12,6 +12,7 @@ import pytest
 from kernel_deps.cache import store as cache
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
+from tests.fixtures.faultproxy import by_kind
 from tests.fixtures.projects import write_project
 from tests.fixtures.schemas import validated
 
@@ -83,6 +84,19 @@ def test_sync_relocks_a_changed_pyproject_keeping_the_pins_it_can(hub_env, tmp_p
     text = (project / "kernels.lock").read_text()
     assert hub_env.repos[first].commits["1.0.0"] in text  # the pin still meets the range: kept
     assert {repo for repo in (first, second) if cached_variants(cache.cache_root(), repo)} == {first, second}
+
+
+def test_a_stale_lock_is_resolved_once_not_judged_online_and_then_relocked(hub_env, proxy, tmp_path) -> None:
+    first, second = add_kernel(hub_env, "once-a"), add_kernel(hub_env, "once-b")
+    project = write_project(tmp_path / "app", {first: ">=1"}, locked=True)
+    write_project(project, {first: ">=1", second: ">=1"})
+    proxy.reset_counts()
+    result = kernels("sync", str(project), HF_ENDPOINT=proxy.url)
+    assert result.returncode == 0, result.stderr
+    assert f"+ {second} v1.1.0" in result.stdout
+    # Each repo's refs are listed once: the relock is the only resolution, and the download
+    # uses what it learnt (whether each repo is a kernel or a model repo).
+    assert by_kind(proxy)["refs"] == 2
 
 
 def test_locked_with_a_stale_lock_exits_1_and_writes_and_fetches_nothing(hub_env, tmp_path) -> None:

@@ -189,6 +189,7 @@ def lock_project(
     write: bool = True,
     notice: Callable[[str], None] | None = None,
     explain_offline: bool = False,
+    resolve_stale: bool = True,
 ) -> LockReport:
     """Resolve the project's kernels and (unless ``write`` is False) write kernels.lock.
 
@@ -201,10 +202,16 @@ def lock_project(
     With ``explain_offline`` (``lock --check`` and ``--dry-run``, which write nothing), a
     prior lock that breaks a rule it can be judged by alone is, while HF_HUB_OFFLINE is
     set, out of date with its ``problems`` and no changes, instead of an OfflineError.
+    ``resolve_stale=False`` (only without ``write``) judges the prior lock by those rules alone and
+    never asks the Hub: a lock that does not hold is out of date, with no changes or new lock
+    worked out (``kernels sync`` relocks it then, resolving once).
     """
     if not write:
         return lock_while_editing(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=upgrade,
-                                  upgrade_packages=upgrade_packages, write=False, explain_offline=explain_offline)  # fmt: skip
+                                  upgrade_packages=upgrade_packages, write=False, explain_offline=explain_offline,
+                                  resolve_stale=resolve_stale)  # fmt: skip
+    if not resolve_stale:
+        raise ValueError("lock_project(write=True) resolves: resolve_stale=False is only for a judgement that writes nothing")
     from kernel_deps.hub.client import HubClient
 
     hub = hub or HubClient()
@@ -223,6 +230,7 @@ def lock_while_editing(
     upgrade_packages: Iterable[str],
     write: bool,
     explain_offline: bool,
+    resolve_stale: bool = True,
 ) -> LockReport:
     """:func:`lock_project`'s work; the caller holds the project's edit lock when ``write``
     (:func:`kernel_deps.commands.edit.edit_and_relock` holds it around an edit and this)."""
@@ -260,6 +268,9 @@ def lock_while_editing(
     # What the prior lock breaks, judged by what it records (a foreign lock records no requirements).
     problems = check_sync(requirements, previous) if previous is not None and foreign is None else []
     problems += withdrawn
+    if not resolve_stale:  # judged without the Hub: out of date, what would change not worked out
+        return LockReport(path, previous or Lockfile(kernels=()), previous, [], False, False, uncovered=uncovered,
+                          targets=targets, converted_from=foreign, problems=problems, existed=raw is not None)  # fmt: skip
     if explain_offline and not write and (problems or uncovered) and is_offline():
         # Out of date whatever the Hub would answer; what would change is not known without it.
         return LockReport(path, previous, previous, [], False, False, uncovered=uncovered, targets=targets,

@@ -97,14 +97,20 @@ def sync_project(
     if frozen:
         state = "frozen"
     else:
-        # lock --check's judgement: no request while every pin holds.
-        lock_report = lock_project(project_dir, hub=hub, write=False, explain_offline=locked)
+        # lock --check's judgement: no request while every pin holds. Without --locked a lock
+        # that does not hold is relocked, so it is judged offline first and resolved once.
+        lock_report = lock_project(project_dir, hub=hub, write=False, explain_offline=locked,
+                                   resolve_stale=locked)
         if lock_report.up_to_date:
             state = "up-to-date"
         elif locked:
             return SyncReport(path, "out-of-date", lock_report, None, None)
         else:
             state = "updated" if lock_report.existed else "created"
+            if hub is None:  # one session for the relock and the download: what it learnt is kept
+                from kernel_deps.hub.client import HubClient
+
+                hub = HubClient()
             lock_report = lock_project(project_dir, hub=hub, notice=notice)
     download = download_project(project_dir, targets=targets, all_targets=all_targets, hub=hub, progress=progress)
     verified = _verify(project_dir, frozen=frozen, targets=targets, all_targets=all_targets)
