@@ -225,24 +225,14 @@ def check_signed_cache(lock: Lockfile, checked: Sequence[cache.VariantCheck], po
 def check_cache(lock: Lockfile, *, cache_root: Path | None = None) -> tuple[list[Problem], list[cache.VariantCheck]]:
     """Recompute every locked variant present in the cache; name each file that differs.
 
-    Variants are checked at once (their files share the hashing threads); the problems
-    and results come in lock order, exactly as checking one variant after another gives.
+    Variants are checked at once (their files share the hashing threads, when they are large
+    enough to pay for threads); the problems and results come in lock order, exactly as
+    checking one variant after another gives.
     """
+    hash_threads()  # a malformed KERNELS_HASH_THREADS is bad input, whatever is cached
     tasks = [(kernel, name, locked.hash) for kernel in lock.kernels for name, locked in kernel.variants.items()]
-
-    def attempt(task: tuple[LockedKernel, str, str]) -> cache.VariantCheck | OSError:
-        kernel, name, expected = task
-        try:
-            return cache.check_variant(kernel.repo_id, kernel.sha, name, expected, root=cache_root)
-        except OSError as exc:
-            return exc
-
-    threads = min(hash_threads(), len(tasks))
-    if threads > 1:
-        with worker_pool(threads, "kernel-deps-verify-cache") as pool:
-            outcomes = list(pool.map(attempt, tasks))
-    else:
-        outcomes = [attempt(task) for task in tasks]
+    outcomes = cache.check_variants([(kernel.repo_id, kernel.sha, name, expected) for kernel, name, expected in tasks],
+                                    root=cache_root)  # fmt: skip
     by_variant = {(id(kernel), name): outcome for (kernel, name, _), outcome in zip(tasks, outcomes)}
 
     problems: list[Problem] = []

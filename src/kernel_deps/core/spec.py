@@ -13,12 +13,13 @@ import datetime
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
-
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import Version
+from typing import TYPE_CHECKING, Sequence
 
 from kernel_deps.core.errors import InvalidRepoIdError, PyprojectError, UsageError
+
+if TYPE_CHECKING:  # packaging is imported where a range is parsed: a major or a revision needs none of it
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
 
 # The Hub's own rule for a namespaced repo id: org and name of letters, digits, '-', '_'
 # and '.', not starting or ending with '-' or '.', no '--' or '..'.
@@ -191,6 +192,9 @@ def requirement_from_value(repo_id: object, value: object) -> KernelRequirement:
 
 def _specifier(value: str) -> SpecifierSet:
     """A PEP 440 specifier set; a bare version ``1.2.0`` means ``==1.2.0``."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
     text = value.strip()
     if not text:
         raise InvalidEntry("empty version specifier")
