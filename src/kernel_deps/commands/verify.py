@@ -10,7 +10,7 @@ collected, none is printed: the CLI renders the report.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -116,8 +116,8 @@ class VerifyReport:
             "lockfile": str(self.lockfile),
             "online": self.online,
             "kernels": self.kernels,
-            "problems": [asdict(problem) for problem in self.problems],
-            "notices": [asdict(notice) for notice in self.notices],
+            "problems": [problem.to_dict() for problem in self.problems],
+            "notices": [notice.to_dict() for notice in self.notices],
             "verified": [
                 {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash,
                  "path": str(c.path), "signer": self.signers.get((c.repo_id, c.variant))}

@@ -33,6 +33,7 @@ from typing import Any
 from kernel_deps.core import atomicfile, jsondoc
 from kernel_deps.core.errors import InvalidRepoIdError, LockfileError
 from kernel_deps.core.hashing import HASH_TYPE
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import LOCK_NAME
 from kernel_deps.core.spec import (
     MAX_MAJOR_DIGITS,
@@ -182,14 +183,15 @@ def requirement_from_text(repo_id: str, text: str) -> KernelRequirement:
 # -- the records: each owns the rules about its values ------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class VariantLock:
+class VariantLock(Record):
     """The locked content hash of one build variant."""
 
+    __slots__ = ("hash", "hash_type")
     hash: str
-    hash_type: str = HASH_TYPE
+    hash_type: str
 
-    def __post_init__(self) -> None:
+    def __init__(self, *, hash: str, hash_type: str = HASH_TYPE) -> None:
+        self._init(hash, hash_type)
         if not isinstance(self.hash, str) or not _HASH.fullmatch(self.hash):
             raise invalid(".hash", "variant hash", self.hash, "expected 'sha256-' and 64 lowercase hex characters")
         if self.hash_type != HASH_TYPE:
@@ -202,20 +204,22 @@ class VariantLock:
         return cls(hash=obj["hash"], hash_type=obj["hash_type"])
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class VariantSigner:
+class VariantSigner(Record):
     """Who signed a variant's ``metadata.json`` (its Sigstore certificate, verified when locked)
     and the SHA-256 of the bytes signed. ``repository``, ``workflow`` and ``ref`` are None for a
     certificate that names no GitHub workflow."""
 
+    __slots__ = ("issuer", "identity", "repository", "workflow", "ref", "metadata_sha256")
     issuer: str  # the OIDC issuer
     identity: str  # the certificate's identity (its SAN URI)
-    repository: str | None = None  # org/name of its Source Repository URI
-    workflow: str | None = None  # the workflow path of its Build Signer URI
-    ref: str | None = None  # the git ref of its Build Signer URI
-    metadata_sha256: str = ""
+    repository: str | None  # org/name of its Source Repository URI
+    workflow: str | None  # the workflow path of its Build Signer URI
+    ref: str | None  # the git ref of its Build Signer URI
+    metadata_sha256: str
 
-    def __post_init__(self) -> None:
+    def __init__(self, *, issuer: str, identity: str, repository: str | None = None, workflow: str | None = None,
+                 ref: str | None = None, metadata_sha256: str = "") -> None:  # fmt: skip
+        self._init(issuer, identity, repository, workflow, ref, metadata_sha256)
         for key in ("issuer", "identity", "repository", "workflow", "ref"):
             value = getattr(self, key)
             if value is None and key not in _SIGNER_REQUIRED:
