@@ -40,6 +40,7 @@ from kernel_deps.core.errors import (
 )
 from kernel_deps.core.filelocks import acquire_within
 from kernel_deps.core.hashing import is_hashed_path, variant_hash
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import (
     BUDGET_ENV,
     BUILD_DIR,
@@ -65,26 +66,32 @@ if TYPE_CHECKING:  # a warm run finds everything in the cache: it imports neithe
     from kernel_deps.hub.client import HubClient, TreeFile
 
 
-@dataclass(frozen=True, slots=True)
-class VariantTask:
+class VariantTask(Record):
     """One variant of one locked kernel to make present and verified."""
 
+    __slots__ = ("kernel", "variant")
     kernel: LockedKernel
     variant: str
+
+    def __init__(self, kernel: LockedKernel, variant: str) -> None:
+        self._init(kernel, variant)
 
     @property
     def label(self) -> str:
         return f"{self.kernel.repo_id} {self.variant}"
 
 
-@dataclass(frozen=True, slots=True)
-class VariantOutcome:
+class VariantOutcome(Record):
     """One variant a run made present: whether it was cached already, and what it fetched."""
 
+    __slots__ = ("task", "cached", "files", "size")
     task: VariantTask
     cached: bool
     files: int
     size: int
+
+    def __init__(self, task: VariantTask, cached: bool, files: int, size: int) -> None:
+        self._init(task, cached, files, size)
 
 
 SCHEMA_VERSION = 1  # of docs/schemas/download.schema.json; see docs/ci.md

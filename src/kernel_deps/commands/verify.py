@@ -50,7 +50,13 @@ from kernel_deps.lock.freshness import (
 from kernel_deps.lock.model import LockedKernel, Lockfile, lock_path
 from kernel_deps.lock.read import read_lock
 from kernel_deps.core.signers import SignaturePolicy
-from kernel_deps.project.pyproject import read_project, read_signature_policy, read_trust
+from kernel_deps.project.pyproject import (
+    project_from_text,
+    read_kernels_source,
+    signature_policy_from_table,
+    targets_from_table,
+    trust_from_table,
+)
 
 if TYPE_CHECKING:  # imported by --online only: an offline verify never loads the Hub client
     from kernel_deps.hub.client import HubClient
@@ -151,7 +157,12 @@ def verify_project(
     if online and is_offline():
         raise UsageError(f"--online needs the Hub but {offline_env()} is set; unset {offline_env()} or drop --online")
     overrides = local_overrides()  # read first: a malformed LOCAL_KERNELS is bad input
-    requirements, declared = read_project(project_dir)
+    # pyproject.toml read and parsed once; each of its tables is judged where its check comes.
+    source = str(Path(project_dir) / PYPROJECT_NAME)
+    text, kernels_table, requirements = read_kernels_source(project_dir)
+    if requirements is None:
+        project_from_text(text, source=source)  # raises read_project's error for a missing dependencies table
+    declared = targets_from_table(kernels_table, text, source)
     wanted = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     path = lock_path(project_dir)
     found = read_lock(path, purpose="use")
@@ -163,9 +174,9 @@ def verify_project(
         message = (f"{LOCAL_KERNELS_ENV} is set ({describe_overrides(overrides)}): loads of those kernels use the "
                    f"local builds instead of {path.name}; unset {LOCAL_KERNELS_ENV} to ship")  # fmt: skip
         local_problems.append(Problem("local-override", None, None, None, message))
-    policy = read_signature_policy(project_dir)
+    policy = signature_policy_from_table(kernels_table, text, source, Path(project_dir))
     if written_by is None:
-        problems = check_sync(requirements, lock) + check_trust(read_trust(project_dir), lock)
+        problems = check_sync(requirements, lock) + check_trust(trust_from_table(kernels_table, text, source), lock)
         problems += check_signatures(policy, lock)
         notices += filter(None, [unrecorded_requirements(lock)])  # an older lock: what 'kernels lock' adds
     else:  # it records no versions or requirements to judge sync by
@@ -260,12 +271,13 @@ def check_wheels(lock: Lockfile) -> tuple[list[Problem], list[cache.VariantCheck
     """Every installed kernel wheel of a locked kernel (``kernels to-wheel``), checked file by
     file against the lock as the loader checks it; one that holds no locked commit and variant
     is a problem too, since the loader passes it over."""
-    from kernel_deps.cache.installed import check_installed, installed_wheels
+    from kernel_deps.cache.installed import check_installed, dist_info_names, installed_wheels
 
     problems: list[Problem] = []
     checked: list[cache.VariantCheck] = []
+    on_path = dist_info_names()  # sys.path listed once for every kernel
     for kernel in lock.kernels:
-        for wheel in installed_wheels(kernel.repo_id):
+        for wheel in installed_wheels(kernel.repo_id, on_path=on_path):
             if wheel.problem is not None:
                 message = f"{kernel.repo_id}: {wheel.label}: kernel_deps.json {wheel.problem}; the loader skips it"
                 problems.append(Problem("wheel-record", kernel.repo_id, None, str(wheel.folder), message))

@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # packaging is imported where a version is parsed: a lock's v
 RefKind = Literal["tag", "branch"]
 
 # vX.Y or vX.Y.Z, optionally followed by PEP 440 pre/post/dev segments (v2.0.0rc1).
-_TAG = re.compile(r"^v(\d+\.\d+(?:\.\d+)?(?:[-._]?(?:a|b|c|rc|alpha|beta|pre|preview|post|dev)\.?\d*)*)$")
+# Compiled (by re's cache) on first use: a lock of vN branches never needs it.
+_TAG = r"^v(\d+\.\d+(?:\.\d+)?(?:[-._]?(?:a|b|c|rc|alpha|beta|pre|preview|post|dev)\.?\d*)*)$"
 _MAJOR_BRANCH = re.compile(r"^v(\d+)$")
 
 
@@ -68,7 +69,7 @@ def parse_version_ref(ref: GitRef) -> KernelVersion | None:
     if ref.kind == "branch":
         match = _MAJOR_BRANCH.match(ref.name)
         return KernelVersion(ref, Version(match.group(1))) if match else None
-    match = _TAG.match(ref.name)
+    match = re.match(_TAG, ref.name)
     if not match:
         return None
     try:

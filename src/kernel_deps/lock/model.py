@@ -63,9 +63,10 @@ _REQUIRED_KEYS = ("repo_id", "sha", "variants", "dependencies")
 _VARIANT_KEYS = ("hash", "hash_type")
 _SIGNER_KEYS = ("issuer", "identity", "repository", "workflow", "ref", "metadata_sha256")
 _SIGNER_REQUIRED = ("issuer", "identity", "metadata_sha256")
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _FIX = "fix the entry or rerun 'kernels lock'"
-_MAJOR_TEXT = re.compile(rf"[0-9]{{1,{MAX_MAJOR_DIGITS}}}")
+# Compiled (by re's cache) on first use: a signer's metadata hash, a kernel_depends text.
+_SHA256_HEX = r"[0-9a-f]{64}"
+_MAJOR_TEXT = rf"[0-9]{{1,{MAX_MAJOR_DIGITS}}}"
 _REQUIREMENT_TEXT = "expected a requirement as kernel-depends states it: a PEP 440 range, a major like 1, or revision=REV"
 
 
@@ -173,7 +174,7 @@ def requirement_from_text(repo_id: str, text: str) -> KernelRequirement:
     if text.startswith("revision="):
         value: object = {"revision": text.removeprefix("revision=")}
     else:
-        value = int(text) if _MAJOR_TEXT.fullmatch(text) else text
+        value = int(text) if re.fullmatch(_MAJOR_TEXT, text) else text
     try:
         return requirement_from_value(repo_id, value)
     except InvalidEntry as exc:
@@ -226,7 +227,7 @@ class VariantSigner(Record):
                 continue
             if not isinstance(value, str) or not value or len(value) > 1000:
                 raise invalid(f".{key}", key, value, "expected a non-empty string")
-        if not isinstance(self.metadata_sha256, str) or not _SHA256_HEX.fullmatch(self.metadata_sha256):
+        if not isinstance(self.metadata_sha256, str) or not re.fullmatch(_SHA256_HEX, self.metadata_sha256):
             expected = "expected 64 lowercase hex characters"
             raise invalid(".metadata_sha256", "metadata_sha256", self.metadata_sha256, expected)
 
