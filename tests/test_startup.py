@@ -26,15 +26,30 @@ def test_help_imports_neither_huggingface_hub_nor_torch() -> None:
 
 # What `kernels --help` has no use for, though some commands do: JSON output and error
 # documents (json), reading the Hugging Face CLI's entry points when it is installed
-# (configparser), credentials in a URL (base64).
-HELP_DOES_NOT_USE = ("json", "configparser", "base64")
+# (configparser), credentials in a URL (base64), the commands' definitions (their
+# options, paths as pathlib's, the error classes and their dataclasses), and shutil,
+# which click's help formatter imports for the terminal's width.
+HELP_DOES_NOT_USE = (
+    "json", "configparser", "base64", "kernel_deps.cli_commands", "pathlib", "dataclasses", "kernel_deps.core.errors",
+    "shutil",
+)
 
 
 def test_help_imports_only_what_it_uses() -> None:
     result, modules = imported_modules("--help")
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Hugging Face kernels library, which is not installed" in result.stdout
+    assert "verify    Check that pyproject.toml, kernels.lock and the cache agree..." in result.stdout
     assert not modules & set(HELP_DOES_NOT_USE)
+
+
+def test_a_commands_help_measures_the_terminal_without_shutil() -> None:
+    # `kernels lock --help` defines the commands; its width is still measured without shutil.
+    narrow, modules = imported_modules("lock", "--help", env_extra={"COLUMNS": "60"})
+    wide, _ = imported_modules("lock", "--help", env_extra={"COLUMNS": "200"})
+    assert narrow.returncode == wide.returncode == 0, narrow.stderr[-2000:]
+    assert "kernel_deps.cli_commands" in modules and "shutil" not in modules
+    assert max(map(len, narrow.stdout.splitlines())) <= 58 < max(map(len, wide.stdout.splitlines())) <= 78
 
 
 @pytest.mark.parametrize("with_home", [False, True], ids=["default-cache", "HF_HOME"])

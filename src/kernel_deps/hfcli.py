@@ -9,8 +9,9 @@ Finding the peer imports nothing of it: its ``.dist-info`` folder is looked up o
 read from ``entry_points.txt``, and its subcommands read from the source of that entry
 point's module (the ``add_parser("name", help=...)`` calls of its argparse CLI), so
 ``kernels --help`` stays as light as before. Only :func:`run_peer_cli` imports it.
-What reading the peer takes (``configparser``, ``ast``) is imported only once its
-``.dist-info`` folder is found, so ``--help`` without the peer pays for neither.
+What reading the peer takes (``configparser``, ``ast``, ``pathlib``) is imported, and its
+folder's pattern compiled, only once a name that could be its ``.dist-info`` folder is
+seen, so ``--help`` without the peer pays for none of them.
 
 Imports nothing of kernel-deps.
 """
@@ -20,28 +21,56 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PEER_DISTRIBUTION = "kernels"
 PEER_SCRIPT = "kernels"
 INSTALL_HINT = "pip install kernels"
-_DIST_INFO = re.compile(r"^kernels-([^-]+)\.dist-info$", re.IGNORECASE)
+_DIST_INFO = r"^kernels-([^-]+)\.dist-info$"  # matched ignoring case, through re's own cache
+# What the first, the eighth and the last character of a name _DIST_INFO matches can be,
+# ignoring case as re does (the Kelvin sign is a K to it; "$" also matches before a last
+# newline): a cheap test that leaves the pattern to the names that pass it, so that no
+# other folder (kernel_deps' own .dist-info among them) has it compiled.
+_FIRST, _LAST = "kK\u212a", "oO\n"
 
 
 class PeerCliBroken(Exception):
     """The installed Hugging Face ``kernels`` command cannot be imported (a broken or partial install)."""
 
 
-@dataclass(frozen=True, slots=True)
 class PeerCli:
-    """The installed Hugging Face ``kernels`` distribution and its command."""
+    """The installed Hugging Face ``kernels`` distribution and its command (immutable; a
+    plain class, since making a dataclass costs ``kernels --help`` its import and an exec)."""
 
+    __slots__ = ("version", "location", "entry_point", "subcommands")
     version: str
     location: Path  # the sys.path entry holding it
     entry_point: str  # "kernels.cli:main"
     subcommands: tuple[tuple[str, str], ...]  # (name, help), in the order its parser lists them
+
+    def __init__(
+        self, version: str, location: Path, entry_point: str, subcommands: tuple[tuple[str, str], ...]
+    ) -> None:
+        for name, value in zip(self.__slots__, (version, location, entry_point, subcommands)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not PeerCli:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, name) for name in self.__slots__))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"PeerCli({fields})"
 
     def subcommand_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.subcommands)
@@ -50,29 +79,34 @@ class PeerCli:
 def find_peer_cli(path: list[str] | None = None) -> PeerCli | None:
     """The Hugging Face ``kernels`` CLI installed on ``path`` (default ``sys.path``), or None."""
     for entry in sys.path if path is None else path:
-        folder = Path(entry or os.curdir)
+        folder = entry or os.curdir
         try:
             names = os.listdir(folder)
         except OSError:
             continue
-        for name in sorted(names):
-            match = _DIST_INFO.match(name)
+        for name in sorted(n for n in names if n[:1] in _FIRST and n[7:8] == "-" and n[-1:] in _LAST):
+            match = re.match(_DIST_INFO, name, re.IGNORECASE)
             if match is None:
                 continue
-            entry_point = _console_script(folder / name / "entry_points.txt")
+            entry_point = _console_script(os.path.join(folder, name, "entry_points.txt"))
             if entry_point is None:
                 continue
-            return PeerCli(match.group(1), folder, entry_point, _subcommands(folder, entry_point))
+            import pathlib
+
+            location = pathlib.Path(folder)
+            return PeerCli(match.group(1), location, entry_point, _subcommands(location, entry_point))
     return None
 
 
-def _console_script(path: Path) -> str | None:
+def _console_script(path: str) -> str | None:
     import configparser
 
     parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
     parser.optionxform = str  # type: ignore[assignment,method-assign]  # keep names as written
     try:
-        parser.read_string(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+        parser.read_string(text)
     except (OSError, UnicodeDecodeError, configparser.Error):
         return None
     if not parser.has_option("console_scripts", PEER_SCRIPT):
