@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from kernel_deps.cache.store import FileProblem, VariantCheck, content_hash_of, hash_kind
 from kernel_deps.core import jsondoc
-from kernel_deps.core.records import Record
 from kernel_deps.core.hashing import is_hashed_path, variant_hash
+from kernel_deps.core.records import Record
 from kernel_deps.core.wheels import KERNEL_RECORD_NAME, KERNEL_RECORD_SCHEMA, distribution_name, import_name
 
 if TYPE_CHECKING:  # imported only once a .dist-info of the name is on sys.path: it costs tens of ms

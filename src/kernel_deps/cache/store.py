@@ -27,8 +27,8 @@ from typing import Iterable, Literal, Sequence
 
 from kernel_deps.cache.pools import shared_map
 from kernel_deps.core import atomicfile, jsondoc
-from kernel_deps.core.records import Record
 from kernel_deps.core.hashing import git_blob_id, git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS, hash_threads
 
 _OWN = ".kernel-deps"
