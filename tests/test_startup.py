@@ -75,6 +75,32 @@ def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path
     assert "secrets" not in modules
     if sys.version_info >= (3, 11):
         assert "tomlkit" not in modules
+    # A few small files are hashed in this thread (no pool, no concurrent.futures), and a
+    # metadata.json without a digest (here, none at all) needs no base64.
+    assert not modules & set(VERIFY_DOES_NOT_USE)
+
+
+# What an offline verify of small cached kernels, none with a digest, does not import.
+VERIFY_DOES_NOT_USE = ("concurrent.futures", "concurrent.futures.thread", "base64")
+
+
+def test_a_lock_of_major_branches_is_verified_without_packaging(tmp_path: Path) -> None:
+    # pyproject's `= 1` met by the lock's v1 branch needs no PEP 440 parse; a range would.
+    env = {"KERNELS_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    project = write_cached_project(tmp_path / "app", tmp_path / "cache", requirement=1, version="v1")
+    result, modules = imported_modules("verify", str(project), env_extra=env)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    assert "1 cached variants verified" in result.stdout
+    assert not top_level(modules) & {"packaging", "concurrent"}
+    assert not modules & set(VERIFY_DOES_NOT_USE)
+
+    # The same lock with a v2 branch does not meet `= 1`: judged the same way, without packaging.
+    lock = project / "kernels.lock"
+    lock.write_text(lock.read_text().replace('"version": "v1"', '"version": "v2"'))
+    result, modules = imported_modules("verify", str(project), env_extra=env)
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    assert "the locked v2 (0123456789ab) does not satisfy '1'" in result.stdout + result.stderr
+    assert "packaging" not in top_level(modules)
 
 
 @pytest.mark.parametrize(
@@ -106,12 +132,14 @@ def test_cache_root_is_where_huggingface_hub_looks(env: dict[str, str]) -> None:
 def test_patterns_only_some_commands_use_are_not_compiled_at_import() -> None:
     # Reading torch's files for its C++ ABI (verify --require-cached, download, the loader)
     # and parsing `kernels add`'s argument compile their patterns when they run, not when
-    # `kernels verify` or `--help` starts.
+    # `kernels verify` or `--help` starts; so do a revision's rule, a message's line breaks,
+    # a version tag's, a wheel's file names and an installed wheel's record hashes.
     code = (
         "import re, sys\ncompiled = []\noriginal = re.compile\n"
         "re.compile = lambda pattern, flags=0: compiled.append(str(pattern)) or original(pattern, flags)\n"
-        "import kernel_deps.cli, kernel_deps.commands.verify\n"
-        "wanted = ('compiled_with_cxx11_abi', 'GLIBCXX', '?P<spec>')\n"
+        "import kernel_deps.cli, kernel_deps.commands.verify, kernel_deps.cache.installed\n"
+        "wanted = ('compiled_with_cxx11_abi', 'GLIBCXX', '?P<spec>', '@\\\\{', '\\\\u2028', 'preview', 'cpython-3',\n"
+        "          'dylib', '{40}|')\n"
         "print('\\n'.join(p for p in compiled if any(w in p for w in wanted)))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -16,26 +16,26 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernel_deps.cache.store import FileProblem, VariantCheck, content_hash_of, hash_kind
 from kernel_deps.core import jsondoc
 from kernel_deps.core.hashing import is_hashed_path, variant_hash
+from kernel_deps.core.records import Record
 from kernel_deps.core.wheels import KERNEL_RECORD_NAME, KERNEL_RECORD_SCHEMA, distribution_name, import_name
 
 if TYPE_CHECKING:  # imported only once a .dist-info of the name is on sys.path: it costs tens of ms
     import importlib.metadata
 
-_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_HASH = r"[0-9a-f]{40}|[0-9a-f]{64}"
 _MAX_FILES = 100_000
 
 
-@dataclass(frozen=True, slots=True)
-class InstalledWheel:
+class InstalledWheel(Record):
     """One installed kernel wheel: what its record says it holds, and where."""
 
+    __slots__ = ("distribution", "version", "repo_id", "commit", "variant", "hash", "folder", "files", "problem")
     distribution: str
     version: str
     repo_id: str
@@ -44,18 +44,23 @@ class InstalledWheel:
     hash: str
     folder: Path  # the installed package folder
     files: dict[str, str]  # relative path -> content hash, as recorded
-    problem: str | None = None  # why the record cannot be trusted (None: it can)
+    problem: str | None  # why the record cannot be trusted (None: it can)
+
+    def __init__(self, distribution: str, version: str, repo_id: str, commit: str, variant: str, hash: str,
+                 folder: Path, files: dict[str, str], problem: str | None = None) -> None:  # fmt: skip
+        self._init(distribution, version, repo_id, commit, variant, hash, folder, files, problem)
 
     @property
     def label(self) -> str:
         return f"the installed wheel {self.distribution} {self.version} ({self.folder})"
 
 
-def installed_wheels(repo_id: str) -> list[InstalledWheel]:
+def installed_wheels(repo_id: str, *, on_path: frozenset[str] | None = None) -> list[InstalledWheel]:
     """Every installed kernel wheel of ``repo_id`` on ``sys.path``, in path order; a record
-    that cannot be read is returned with its ``problem``."""
+    that cannot be read is returned with its ``problem``. ``on_path`` is :func:`dist_info_names`
+    when the caller asks for many repos: ``sys.path`` is then listed once, not once per repo."""
     name = distribution_name(repo_id)
-    if not _on_path(name):
+    if name.replace("-", "_") not in (dist_info_names() if on_path is None else on_path):
         return []
     import importlib.metadata
 
@@ -152,7 +157,7 @@ def _read(dist: importlib.metadata.Distribution, repo_id: str, folder: Path) -> 
     if not isinstance(files, dict) or not files or len(files) > _MAX_FILES:
         return bad("has no files object of relative path -> content hash")
     for rel, digest in files.items():
-        if not isinstance(digest, str) or not _HASH.fullmatch(digest):
+        if not isinstance(digest, str) or not re.fullmatch(_HASH, digest):
             return bad(f"files[{rel!r}] is not a git blob SHA-1 or an SHA-256 in hex")
         if _unsafe(rel):
             return bad(f"files: {rel!r} is not a safe relative path")
@@ -160,19 +165,18 @@ def _read(dist: importlib.metadata.Distribution, repo_id: str, folder: Path) -> 
                           dict(files))  # fmt: skip
 
 
-def _on_path(name: str) -> bool:
-    """Whether a folder on ``sys.path`` holds a ``.dist-info`` of distribution ``name`` (by
-    importlib.metadata's rule: the part before the first ``-``, normalized)."""
-    wanted = name.replace("-", "_")
+def dist_info_names() -> frozenset[str]:
+    """The distribution of every ``.dist-info`` folder on ``sys.path``, by importlib.metadata's
+    rule (the part before the first ``-``, normalized with ``_``)."""
+    found = set()
     for entry in sys.path:
         try:
             names = os.listdir(entry or ".")
         except OSError:
             continue
-        for found in names:
-            if found.endswith(".dist-info") and re.sub(r"[-_.]+", "_", found.split("-", 1)[0]).lower() == wanted:
-                return True
-    return False
+        dist_infos = (name for name in names if name.endswith(".dist-info"))
+        found.update(re.sub(r"[-_.]+", "_", name.split("-", 1)[0]).lower() for name in dist_infos)
+    return frozenset(found)
 
 
 def _unsafe(rel: str) -> bool:

@@ -22,13 +22,13 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Iterable, Literal, Sequence
 
 from kernel_deps.cache.pools import shared_map
 from kernel_deps.core import atomicfile, jsondoc
 from kernel_deps.core.hashing import git_blob_id, git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS, hash_threads
 
 _OWN = ".kernel-deps"
@@ -100,20 +100,24 @@ def hash_kind(content_hash: str) -> Literal["sha256", "sha1"]:
 ProblemKind = Literal["modified", "missing", "extra", "not-a-file", "outside-cache", "hash-mismatch"]
 
 
-@dataclass(frozen=True, slots=True)
-class FileProblem:
+class FileProblem(Record):
     """One way a cached variant differs from what was locked."""
 
+    __slots__ = ("kind", "path", "expected", "got")
     kind: ProblemKind
     path: str
-    expected: str | None = None
-    got: str | None = None
+    expected: str | None
+    got: str | None
+
+    def __init__(self, kind: ProblemKind, path: str, expected: str | None = None, got: str | None = None) -> None:
+        self._init(kind, path, expected, got)
 
 
-@dataclass(frozen=True, slots=True)
-class VariantCheck:
+class VariantCheck(Record):
     """The result of checking one cached variant against its locked hash."""
 
+    __slots__ = ("repo_id", "commit", "variant", "path", "present", "expected_hash", "actual_hash", "problems",
+                 "files")  # fmt: skip
     repo_id: str
     commit: str
     variant: str
@@ -124,7 +128,13 @@ class VariantCheck:
     problems: tuple[FileProblem, ...]
     # Every hashed file as found (relative path -> content hash): when ``ok``, exactly
     # the locked files; the loader imports from this set only.
-    files: Mapping[str, str] = field(default_factory=dict)
+    files: Mapping[str, str]
+
+    def __init__(self, repo_id: str, commit: str, variant: str, path: Path, present: bool, expected_hash: str,
+                 actual_hash: str | None, problems: tuple[FileProblem, ...],
+                 files: Mapping[str, str] | None = None) -> None:  # fmt: skip
+        self._init(repo_id, commit, variant, path, present, expected_hash, actual_hash, problems,
+                   {} if files is None else files)  # fmt: skip
 
     @property
     def ok(self) -> bool:
@@ -159,6 +169,80 @@ def _read_manifest(repo: Path, commit: str, variant: str, expected_hash: str) ->
 
 def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *, root: Path | None = None) -> VariantCheck:
     """Recompute a cached variant's hash from file contents and name every difference."""
+    (outcome,) = check_variants([(repo_id, commit, variant, expected_hash)], root=root)
+    if isinstance(outcome, OSError):
+        raise outcome
+    return outcome
+
+
+def check_variants(
+    wanted: Sequence[tuple[str, str, str, str]], *, root: Path | None = None
+) -> list[VariantCheck | OSError]:
+    """:func:`check_variant` of each (repo id, commit, variant, locked hash), in order: its
+    result, or the OSError checking it alone raises. The files of all of them are hashed at
+    once on the shared hashing threads, or in this thread when together they are small:
+    handing small files to other threads costs more than hashing them."""
+    outcomes: list[VariantCheck | _Walked | OSError] = []
+    for repo_id, commit, variant, expected_hash in wanted:
+        try:
+            outcomes.append(_walk_variant(repo_id, commit, variant, expected_hash, root))
+        except OSError as exc:
+            outcomes.append(exc)
+    walked = [found for found in outcomes if isinstance(found, _Walked)]
+    if walked:
+        jobs = [job for found in walked for job in found.to_hash]
+        threads = hash_threads()  # read first: a malformed KERNELS_HASH_THREADS is bad input either way
+        if _total_size(jobs) < SMALL_VARIANT_BYTES:
+            threads = 1
+        hashes = iter(shared_map(_hash_or_error, jobs, threads))
+        for found in walked:
+            found.hashes = [next(hashes) for _ in found.to_hash]
+    return [found.result() if isinstance(found, _Walked) else found for found in outcomes]
+
+
+class _Walked:
+    """A cached variant walked, its files' links checked, waiting for its files' hashes."""
+
+    __slots__ = ("repo_id", "commit", "variant", "folder", "expected_hash", "expected_files", "problems", "to_hash",
+                 "hashes")  # fmt: skip
+
+    def __init__(self, repo_id: str, commit: str, variant: str, folder: Path, expected_hash: str,
+                 expected_files: dict[str, str] | None, problems: list[FileProblem],
+                 to_hash: list[tuple[str, Path, str | None]]) -> None:  # fmt: skip
+        self.repo_id, self.commit, self.variant, self.folder = repo_id, commit, variant, folder
+        self.expected_hash, self.expected_files = expected_hash, expected_files
+        self.problems, self.to_hash = problems, to_hash
+        self.hashes: list[str | OSError] = []
+
+    def result(self) -> VariantCheck | OSError:
+        """The check, once ``hashes`` holds each file's hash (or the error hashing it) in walk order."""
+        problems = self.problems
+        actual: dict[str, str] = {}
+        for (rel, _, wanted), got in zip(self.to_hash, self.hashes):
+            if isinstance(got, OSError):
+                return got  # the first failure in walk order, as a plain loop meets it
+            actual[rel] = got
+            if wanted and got != wanted:
+                problems.append(FileProblem("modified", rel, wanted, got))
+        expected_files, expected_hash = self.expected_files, self.expected_hash
+        if expected_files is not None:
+            elsewhere = {p.path for p in problems if p.kind == "outside-cache"}
+            problems += [FileProblem("missing", rel, digest, None) for rel, digest in expected_files.items()
+                         if rel not in actual and rel not in elsewhere]  # fmt: skip
+            problems += [FileProblem("extra", rel, None, digest) for rel, digest in actual.items()
+                         if rel not in expected_files]  # fmt: skip
+        actual_hash = variant_hash(actual.items())
+        if actual_hash != expected_hash and not problems:
+            problems.append(FileProblem("hash-mismatch", ".", expected_hash, actual_hash))
+        problems.sort(key=lambda p: p.path)
+        return VariantCheck(self.repo_id, self.commit, self.variant, self.folder, True, expected_hash, actual_hash,
+                            tuple(problems), actual)  # fmt: skip
+
+
+def _walk_variant(
+    repo_id: str, commit: str, variant: str, expected_hash: str, root: Path | None
+) -> VariantCheck | _Walked:
+    """A variant that is not cached (its check), or its files walked and their links checked."""
     repo = find_repo_dir(repo_id, root)
     folder = variant_dir(repo, commit, variant) if repo else Path()
     if repo is None or not folder.is_dir():
@@ -187,31 +271,10 @@ def check_variant(repo_id: str, commit: str, variant: str, expected_hash: str, *
         # by a tool that does not use symlinks) is hashed as the manifest says, else SHA-1.
         blob_name = Path(os.readlink(path)).name if path.is_symlink() else None
         to_hash.append((rel, path, (expected_files or {}).get(rel) or blob_name))
-    # The files are hashed at once on the shared hashing threads; the results, and the
-    # first error, come in walk order as a plain loop gives them. A small variant is
-    # hashed in this thread: handing it to others costs more than hashing it.
-    threads = hash_threads()  # read first: a malformed KERNELS_HASH_THREADS is bad input either way
-    if _total_size(to_hash) < SMALL_VARIANT_BYTES:
-        threads = 1
-    hashes = shared_map(_hash_wanted, to_hash, threads)
-    actual: dict[str, str] = {}
-    for (rel, _, wanted), got in zip(to_hash, hashes):
-        actual[rel] = got
-        if wanted and got != wanted:
-            problems.append(FileProblem("modified", rel, wanted, got))
-    if expected_files is not None:
-        elsewhere = {p.path for p in problems if p.kind == "outside-cache"}
-        problems += [FileProblem("missing", rel, digest, None) for rel, digest in expected_files.items()
-                     if rel not in actual and rel not in elsewhere]  # fmt: skip
-        problems += [FileProblem("extra", rel, None, digest) for rel, digest in actual.items() if rel not in expected_files]
-    actual_hash = variant_hash(actual.items())
-    if actual_hash != expected_hash and not problems:
-        problems.append(FileProblem("hash-mismatch", ".", expected_hash, actual_hash))
-    problems.sort(key=lambda p: p.path)
-    return VariantCheck(repo_id, commit, variant, folder, True, expected_hash, actual_hash, tuple(problems), actual)
+    return _Walked(repo_id, commit, variant, folder, expected_hash, expected_files, problems, to_hash)
 
 
-# Below this many bytes a variant is hashed in the calling thread.
+# Below this many bytes (all the variants checked at once) files are hashed in the calling thread.
 SMALL_VARIANT_BYTES = 1 << 20
 
 
@@ -225,6 +288,14 @@ def _total_size(jobs: list[tuple[str, Path, str | None]]) -> int:
         if total >= SMALL_VARIANT_BYTES:
             break
     return total
+
+
+def _hash_or_error(job: tuple[str, Path, str | None]) -> str | OSError:
+    """:func:`_hash_wanted`, or the OSError it raised: each variant meets its own first failure."""
+    try:
+        return _hash_wanted(job)
+    except OSError as exc:
+        return exc
 
 
 def _hash_wanted(job: tuple[str, Path, str | None]) -> str:

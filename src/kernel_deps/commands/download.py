@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import stat
-from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,7 +26,6 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from kernel_deps.cache import store as cache
 from kernel_deps.cache.pools import worker_pool
-from kernel_deps.cache.subset import SubsetReport, WantedVariant, check_folder, place_subset
 from kernel_deps.core.errors import (
     CacheBusyError,
     DownloadVerificationError,
@@ -42,6 +40,7 @@ from kernel_deps.core.errors import (
 )
 from kernel_deps.core.filelocks import acquire_within
 from kernel_deps.core.hashing import is_hashed_path, variant_hash
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import (
     BUDGET_ENV,
     BUILD_DIR,
@@ -58,31 +57,41 @@ from kernel_deps.core.signers import SignaturePolicy
 from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:  # a warm run finds everything in the cache: it imports neither the Hub client nor filelock
+    from concurrent.futures import ThreadPoolExecutor  # nor starts a thread pool
+
     from filelock import FileLock
+
+    from kernel_deps.cache.subset import SubsetReport, WantedVariant  # --into only
 
     from kernel_deps.hub.client import HubClient, TreeFile
 
 
-@dataclass(frozen=True, slots=True)
-class VariantTask:
+class VariantTask(Record):
     """One variant of one locked kernel to make present and verified."""
 
+    __slots__ = ("kernel", "variant")
     kernel: LockedKernel
     variant: str
+
+    def __init__(self, kernel: LockedKernel, variant: str) -> None:
+        self._init(kernel, variant)
 
     @property
     def label(self) -> str:
         return f"{self.kernel.repo_id} {self.variant}"
 
 
-@dataclass(frozen=True, slots=True)
-class VariantOutcome:
+class VariantOutcome(Record):
     """One variant a run made present: whether it was cached already, and what it fetched."""
 
+    __slots__ = ("task", "cached", "files", "size")
     task: VariantTask
     cached: bool
     files: int
     size: int
+
+    def __init__(self, task: VariantTask, cached: bool, files: int, size: int) -> None:
+        self._init(task, cached, files, size)
 
 
 SCHEMA_VERSION = 1  # of docs/schemas/download.schema.json; see docs/ci.md
@@ -103,6 +112,8 @@ class DownloadReport:
 
     def wanted(self) -> list[WantedVariant]:
         """Every variant the run made present, as ``--into`` places them."""
+        from kernel_deps.cache.subset import WantedVariant
+
         return [WantedVariant(o.task.kernel.repo_id, o.task.kernel.sha, o.task.variant,
                               o.task.kernel.variants[o.task.variant].hash) for o in self.outcomes]  # fmt: skip
 
@@ -238,8 +249,13 @@ def download_lock(
     outcomes: list[VariantOutcome] = []
     missing = []
     _check_cache_root(root)
-    for task in tasks:
-        if _cached_ok(task, root):
+    # Every chosen variant checked at once: their files share the hashing threads when they are large.
+    checks = cache.check_variants([(t.kernel.repo_id, t.kernel.sha, t.variant, t.kernel.variants[t.variant].hash)
+                                   for t in tasks], root=root)  # fmt: skip
+    for task, check in zip(tasks, checks):
+        if isinstance(check, OSError):
+            raise _cache_error(task, check, "read") from None
+        if check.ok:
             cached.append(task)
             outcomes.append(VariantOutcome(task, cached=True, files=0, size=0))
             progress.variant_done(task, cached=True, files=0, size=0)
@@ -348,6 +364,8 @@ def _fetch_variant(
 def _fetch_variant_into_cache(
     task: VariantTask, hub: HubClient, root: Path, pool: ThreadPoolExecutor, progress: Progress
 ) -> tuple[int, int]:
+    from concurrent.futures import wait
+
     from filelock import FileLock
 
     kernel = task.kernel
@@ -496,6 +514,8 @@ def download_project(
         return sorted(set(picked) | set(variants_for_targets(kernel, chosen_targets)))
 
     if into is not None:
+        from kernel_deps.cache.subset import check_folder, place_subset
+
         check_folder(Path(into), cache.cache_root())  # bad input before anything is fetched
     policy = None
     if any(kernel.signatures for kernel in lock.kernels):  # a trusted root to verify under

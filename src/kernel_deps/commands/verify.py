@@ -10,7 +10,7 @@ collected, none is printed: the CLI renders the report.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -50,7 +50,13 @@ from kernel_deps.lock.freshness import (
 from kernel_deps.lock.model import LockedKernel, Lockfile, lock_path
 from kernel_deps.lock.read import read_lock
 from kernel_deps.core.signers import SignaturePolicy
-from kernel_deps.project.pyproject import read_project, read_signature_policy, read_trust
+from kernel_deps.project.pyproject import (
+    project_from_text,
+    read_kernels_source,
+    signature_policy_from_table,
+    targets_from_table,
+    trust_from_table,
+)
 
 if TYPE_CHECKING:  # imported by --online only: an offline verify never loads the Hub client
     from kernel_deps.hub.client import HubClient
@@ -116,8 +122,8 @@ class VerifyReport:
             "lockfile": str(self.lockfile),
             "online": self.online,
             "kernels": self.kernels,
-            "problems": [asdict(problem) for problem in self.problems],
-            "notices": [asdict(notice) for notice in self.notices],
+            "problems": [problem.to_dict() for problem in self.problems],
+            "notices": [notice.to_dict() for notice in self.notices],
             "verified": [
                 {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash,
                  "path": str(c.path), "signer": self.signers.get((c.repo_id, c.variant))}
@@ -151,7 +157,12 @@ def verify_project(
     if online and is_offline():
         raise UsageError(f"--online needs the Hub but {offline_env()} is set; unset {offline_env()} or drop --online")
     overrides = local_overrides()  # read first: a malformed LOCAL_KERNELS is bad input
-    requirements, declared = read_project(project_dir)
+    # pyproject.toml read and parsed once; each of its tables is judged where its check comes.
+    source = str(Path(project_dir) / PYPROJECT_NAME)
+    text, kernels_table, requirements = read_kernels_source(project_dir)
+    if requirements is None:
+        project_from_text(text, source=source)  # raises read_project's error for a missing dependencies table
+    declared = targets_from_table(kernels_table, text, source)
     wanted = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     path = lock_path(project_dir)
     found = read_lock(path, purpose="use")
@@ -163,9 +174,9 @@ def verify_project(
         message = (f"{LOCAL_KERNELS_ENV} is set ({describe_overrides(overrides)}): loads of those kernels use the "
                    f"local builds instead of {path.name}; unset {LOCAL_KERNELS_ENV} to ship")  # fmt: skip
         local_problems.append(Problem("local-override", None, None, None, message))
-    policy = read_signature_policy(project_dir)
+    policy = signature_policy_from_table(kernels_table, text, source, Path(project_dir))
     if written_by is None:
-        problems = check_sync(requirements, lock) + check_trust(read_trust(project_dir), lock)
+        problems = check_sync(requirements, lock) + check_trust(trust_from_table(kernels_table, text, source), lock)
         problems += check_signatures(policy, lock)
         notices += filter(None, [unrecorded_requirements(lock)])  # an older lock: what 'kernels lock' adds
     else:  # it records no versions or requirements to judge sync by
@@ -225,24 +236,14 @@ def check_signed_cache(lock: Lockfile, checked: Sequence[cache.VariantCheck], po
 def check_cache(lock: Lockfile, *, cache_root: Path | None = None) -> tuple[list[Problem], list[cache.VariantCheck]]:
     """Recompute every locked variant present in the cache; name each file that differs.
 
-    Variants are checked at once (their files share the hashing threads); the problems
-    and results come in lock order, exactly as checking one variant after another gives.
+    Variants are checked at once (their files share the hashing threads, when they are large
+    enough to pay for threads); the problems and results come in lock order, exactly as
+    checking one variant after another gives.
     """
+    hash_threads()  # a malformed KERNELS_HASH_THREADS is bad input, whatever is cached
     tasks = [(kernel, name, locked.hash) for kernel in lock.kernels for name, locked in kernel.variants.items()]
-
-    def attempt(task: tuple[LockedKernel, str, str]) -> cache.VariantCheck | OSError:
-        kernel, name, expected = task
-        try:
-            return cache.check_variant(kernel.repo_id, kernel.sha, name, expected, root=cache_root)
-        except OSError as exc:
-            return exc
-
-    threads = min(hash_threads(), len(tasks))
-    if threads > 1:
-        with worker_pool(threads, "kernel-deps-verify-cache") as pool:
-            outcomes = list(pool.map(attempt, tasks))
-    else:
-        outcomes = [attempt(task) for task in tasks]
+    outcomes = cache.check_variants([(kernel.repo_id, kernel.sha, name, expected) for kernel, name, expected in tasks],
+                                    root=cache_root)  # fmt: skip
     by_variant = {(id(kernel), name): outcome for (kernel, name, _), outcome in zip(tasks, outcomes)}
 
     problems: list[Problem] = []
@@ -270,12 +271,13 @@ def check_wheels(lock: Lockfile) -> tuple[list[Problem], list[cache.VariantCheck
     """Every installed kernel wheel of a locked kernel (``kernels to-wheel``), checked file by
     file against the lock as the loader checks it; one that holds no locked commit and variant
     is a problem too, since the loader passes it over."""
-    from kernel_deps.cache.installed import check_installed, installed_wheels
+    from kernel_deps.cache.installed import check_installed, dist_info_names, installed_wheels
 
     problems: list[Problem] = []
     checked: list[cache.VariantCheck] = []
+    on_path = dist_info_names()  # sys.path listed once for every kernel
     for kernel in lock.kernels:
-        for wheel in installed_wheels(kernel.repo_id):
+        for wheel in installed_wheels(kernel.repo_id, on_path=on_path):
             if wheel.problem is not None:
                 message = f"{kernel.repo_id}: {wheel.label}: kernel_deps.json {wheel.problem}; the loader skips it"
                 problems.append(Problem("wheel-record", kernel.repo_id, None, str(wheel.folder), message))

@@ -12,11 +12,10 @@ and get every mismatch back at once (:func:`compare`).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from kernel_deps.core.records import Record
 
 METADATA_NAME = "metadata.json"
 BUNDLE_NAME = "metadata.json.sigstore"
@@ -28,21 +27,27 @@ class InvalidDigest(ValueError):
     """A ``digest`` field that is not one kernel-builder writes; the message says what is wrong."""
 
 
-@dataclass(frozen=True, slots=True)
-class Digest:
+class Digest(Record):
     """A variant's declared digest: the algorithm and each covered file's base64 hash."""
 
+    __slots__ = ("algorithm", "files")
     algorithm: str
     files: Mapping[str, str]
 
+    def __init__(self, algorithm: str, files: Mapping[str, str]) -> None:
+        self._init(algorithm, files)
 
-@dataclass(frozen=True, slots=True)
-class Mismatch:
+
+class Mismatch(Record):
     """One file that does not match the digest: ``expected`` None (not declared) or ``got`` None (missing)."""
 
+    __slots__ = ("path", "expected", "got")
     path: str
     expected: str | None
     got: str | None
+
+    def __init__(self, path: str, expected: str | None, got: str | None) -> None:
+        self._init(path, expected, got)
 
     def describe(self) -> str:
         if self.got is None:
@@ -81,6 +86,9 @@ def parse_digest(metadata: Mapping[str, object]) -> Digest | None:
 
 
 def _decoded_length(value: str) -> int:
+    import base64  # base64 and binascii only for a metadata.json that has a digest
+    import binascii
+
     try:
         return len(base64.b64decode(value, validate=True))
     except (binascii.Error, ValueError):
@@ -89,11 +97,15 @@ def _decoded_length(value: str) -> int:
 
 def file_digest(algorithm: str, data: bytes) -> str:
     """The digest value of one file's bytes."""
+    import base64
+
     return base64.b64encode(hashlib.new(algorithm, data).digest()).decode()
 
 
 def from_hex(hex_digest: str) -> str:
     """The digest value of a file whose hash is known as hex (an LFS object's SHA-256)."""
+    import base64
+
     return base64.b64encode(bytes.fromhex(hex_digest)).decode()
 
 

@@ -8,9 +8,9 @@ no error, whatever text from a lower layer it quotes, holds a URL's user-info or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
+from kernel_deps.core.records import Record
 from kernel_deps.core.redaction import redact, shown_url
 
 
@@ -91,15 +91,19 @@ class LockfileError(UsageError):
     """``kernels.lock`` is unreadable or malformed; the message names the bad entry and key."""
 
 
-@dataclass(frozen=True, slots=True)
-class ConflictCause:
+class ConflictCause(Record):
     """One requirement in a conflict, and who asked for it (resolvelib's ``(requirement, parent)``)."""
 
+    __slots__ = ("repo_id", "requirement", "shown", "required_by", "required_by_version")
     repo_id: str
     requirement: str  # as written: a range, a major, or revision=...
     shown: str  # the requirement for people, e.g. ``org/x 1 (branch v1)``
     required_by: str | None  # the kernel that asks; None for the project (or the call) itself
-    required_by_version: str | None = None  # that kernel's version (or short commit)
+    required_by_version: str | None  # that kernel's version (or short commit)
+
+    def __init__(self, repo_id: str, requirement: str, shown: str, required_by: str | None,
+                 required_by_version: str | None = None) -> None:  # fmt: skip
+        self._init(repo_id, requirement, shown, required_by, required_by_version)
 
     def to_json(self) -> dict:
         parent = None
@@ -108,26 +112,32 @@ class ConflictCause:
         return {"repo_id": self.repo_id, "requirement": self.requirement, "required_by": parent}
 
 
-@dataclass(frozen=True, slots=True)
-class OfferedVersions:
+class OfferedVersions(Record):
     """The versions a repo in a conflict offers: its ``vX.Y.Z`` tags and ``vN`` branches, newest first."""
 
+    __slots__ = ("repo_id", "tags", "branches")
     repo_id: str
     tags: tuple[str, ...]
     branches: tuple[str, ...]
+
+    def __init__(self, repo_id: str, tags: tuple[str, ...], branches: tuple[str, ...]) -> None:
+        self._init(repo_id, tags, branches)
 
     def to_json(self) -> dict:
         return {"repo_id": self.repo_id, "tags": list(self.tags), "branches": list(self.branches)}
 
 
-@dataclass(frozen=True, slots=True)
-class UnservedCandidate:
+class UnservedCandidate(Record):
     """A version in range that misses a declared deployment target, and the builds it has."""
 
+    __slots__ = ("version", "commit", "missing_targets", "offers")
     version: str  # its tag or branch (or short commit)
     commit: str
     missing_targets: tuple[str, ...]
     offers: tuple[str, ...]  # its build variants
+
+    def __init__(self, version: str, commit: str, missing_targets: tuple[str, ...], offers: tuple[str, ...]) -> None:
+        self._init(version, commit, missing_targets, offers)
 
     def to_json(self) -> dict:
         return {"version": self.version, "commit": self.commit, "missing_targets": list(self.missing_targets),

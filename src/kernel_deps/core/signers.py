@@ -11,21 +11,25 @@ passed in as the strings its certificate (or the lock) records.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from kernel_deps.core.records import Record
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 GITHUB = "https://github.com/"
 
 
-@dataclass(frozen=True, slots=True)
-class Identity:
+class Identity(Record):
     """One signer the project allows: a workflow of a repository at a ref, under an issuer."""
 
+    __slots__ = ("repository", "workflow", "ref", "issuer")
     repository: str
     workflow: str
     ref: str
-    issuer: str = GITHUB_ISSUER
+    issuer: str
+
+    def __init__(self, repository: str, workflow: str, ref: str, issuer: str = GITHUB_ISSUER) -> None:
+        self._init(repository, workflow, ref, issuer)
 
     @property
     def build_signer_uri(self) -> str:
@@ -48,16 +52,20 @@ class Identity:
         return {"repository": self.repository, "workflow": self.workflow, "ref": self.ref, "issuer": self.issuer}
 
 
-@dataclass(frozen=True, slots=True)
-class SignaturePolicy:
+class SignaturePolicy(Record):
     """What ``[tool.kernels.trust]`` asks of signatures; the default verifies and records what is signed."""
 
+    __slots__ = ("trusted_root", "require", "identities", "kernel_identities")
     # The Sigstore trusted root file to verify under; None: Sigstore's public-good root.
-    trusted_root: Path | None = None
-    require: bool = False
-    identities: tuple[Identity, ...] = ()
+    trusted_root: Path | None
+    require: bool
+    identities: tuple[Identity, ...]
     # A kernel's own entry in [tool.kernels.dependencies] narrowing the project's identities.
-    kernel_identities: Mapping[str, tuple[Identity, ...]] = field(default_factory=dict)
+    kernel_identities: Mapping[str, tuple[Identity, ...]]
+
+    def __init__(self, trusted_root: Path | None = None, require: bool = False, identities: tuple[Identity, ...] = (),
+                 kernel_identities: Mapping[str, tuple[Identity, ...]] | None = None) -> None:  # fmt: skip
+        self._init(trusted_root, require, identities, {} if kernel_identities is None else kernel_identities)
 
     def problem(self, repo_id: str, issuer: str, repository: str | None, workflow: str | None,
                 ref: str | None) -> str | None:  # fmt: skip

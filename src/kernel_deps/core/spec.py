@@ -13,12 +13,13 @@ import datetime
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
-
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import Version
+from typing import TYPE_CHECKING, Sequence
 
 from kernel_deps.core.errors import InvalidRepoIdError, PyprojectError, UsageError
+
+if TYPE_CHECKING:  # packaging is imported where a range is parsed: a major or a revision needs none of it
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
 
 # The Hub's own rule for a namespaced repo id: org and name of letters, digits, '-', '_'
 # and '.', not starting or ending with '-' or '.', no '--' or '..'.
@@ -33,12 +34,14 @@ _EXPECTED_DEPENDS = 'expected {"repo-id": "org/name", "version": ">=1.2,<2"} or 
 _EXPECTED_ARG = "expected ORG/NAME, ORG/NAME<specifier> (e.g. 'org/name>=1.2,<2') or ORG/NAME@REVISION"
 # Compiled (by re's cache) only by `kernels add`, not at every start-up.
 _ADD_ARG = r"(?s)^\s*(?P<id>[^\s<>=!~@]+)\s*(?:(?P<spec>[<>=!~].*)|@(?P<rev>.*))?$"
+# The three patterns below are compiled (by re's cache) on first use: only a revision, or an
+# error message, needs them.
 # What git check-ref-format refuses, less its rarer corners: no spaces or control
 # characters, none of ~^:?*[\, no '..', '@{' or '//', no leading '-', '/' or '.'.
-_BAD_REVISION = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|^[-/.]|[/.]$|\.lock$|^@$")
+_BAD_REVISION = r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|^[-/.]|[/.]$|\.lock$|^@$"
 # Everything str.splitlines() breaks on: a message must stay one line whatever the input.
-_LINE_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_LINE_BREAKS = r"[\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"
+_BARE_KEY = r"[A-Za-z0-9_-]+"
 _KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
     (bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string"), ((list, tuple), "an array"),
     (dict, "a table"), ((datetime.date, datetime.time), "a date or time"),
@@ -191,6 +194,9 @@ def requirement_from_value(repo_id: object, value: object) -> KernelRequirement:
 
 def _specifier(value: str) -> SpecifierSet:
     """A PEP 440 specifier set; a bare version ``1.2.0`` means ``==1.2.0``."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
     text = value.strip()
     if not text:
         raise InvalidEntry("empty version specifier")
@@ -214,7 +220,7 @@ def _revision(value: object) -> str:
     """A branch, tag or commit name, checked against git's rules for ref names."""
     if not isinstance(value, str):
         raise InvalidEntry(f"the revision is {_kind(value)}, not a string")
-    if not value or _BAD_REVISION.search(value):
+    if not value or re.search(_BAD_REVISION, value):
         raise InvalidEntry(f"invalid revision {show_toml(value)}; expected a branch, tag or 40-hex commit", hint=False)
     return value
 
@@ -232,7 +238,7 @@ def pyproject_error(message: str) -> PyprojectError:
 
 def _one_line(text: str) -> str:
     """``text`` with every line break escaped as a ``\\u`` escape of four hex digits."""
-    return _LINE_BREAKS.sub(lambda match: f"\\u{ord(match[0]):04x}", text)
+    return re.sub(_LINE_BREAKS, lambda match: f"\\u{ord(match[0]):04x}", text)
 
 
 def show_toml(value: object, limit: int = 80) -> str:
@@ -246,7 +252,7 @@ def show_toml(value: object, limit: int = 80) -> str:
     elif isinstance(value, int):
         text = _show_int(value, limit)
     elif isinstance(value, dict):
-        keys = (k if isinstance(k, str) and _BARE_KEY.fullmatch(k) else show_toml(str(k)) for k in value)
+        keys = (k if isinstance(k, str) and re.fullmatch(_BARE_KEY, k) else show_toml(str(k)) for k in value)
         text = "{ " + ", ".join(f"{k} = {show_toml(v)}" for k, v in zip(keys, value.values())) + " }" if value else "{}"
     elif isinstance(value, (list, tuple)):
         text = "[" + ", ".join(show_toml(item) for item in value) + "]"

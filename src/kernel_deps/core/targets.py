@@ -15,10 +15,10 @@ Pure: no I/O. The resolver asks :func:`missing_targets` of each candidate's vari
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from kernel_deps.core.errors import UsageError
+from kernel_deps.core.records import Record
 from kernel_deps.core.system import SystemInfo
 from kernel_deps.core.variants import InvalidVariantError, parse_variant, rank_variants, system_for_variant
 
@@ -29,12 +29,15 @@ class InvalidTargetName(ValueError):
     """A target name that names no machine; the message says why and what to write."""
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
+class Target(Record):
     """One deployment target: its name as written, and the machine it describes."""
 
+    __slots__ = ("name", "system")
     name: str
     system: SystemInfo
+
+    def __init__(self, name: str, system: SystemInfo) -> None:
+        self._init(name, system)
 
     def __str__(self) -> str:
         return self.name

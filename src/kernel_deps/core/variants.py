@@ -48,10 +48,10 @@ passed in (``detect_system`` or ``system_for_variant``), never looked up inside.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterable
 
 from kernel_deps.core.errors import KernelDepsError, UsageError
+from kernel_deps.core.records import Record
 from kernel_deps.core.system import SystemInfo, abi_label, backend_label, dotted
 
 # The longest variant folder name; kernel_deps.lock.model applies the same limit to locked names.
@@ -95,10 +95,11 @@ class InvalidVariantError(UsageError):
     """A variant name given by the user is not one a system can be described from."""
 
 
-@dataclass(frozen=True, slots=True)
-class Variant:
+class Variant(Record):
     """One parsed build variant folder name."""
 
+    __slots__ = ("name", "framework", "torch_version", "stable_abi", "cxx11", "backend", "backend_version", "arch",
+                 "os", "noarch")  # fmt: skip
     name: str
     framework: str
     torch_version: tuple[int, int] | None
@@ -109,6 +110,12 @@ class Variant:
     arch: str | None
     os: str | None
     noarch: bool
+
+    def __init__(self, name: str, framework: str, torch_version: tuple[int, int] | None,
+                 stable_abi: tuple[int, int] | None, cxx11: bool | None, backend: str,
+                 backend_version: tuple[int, ...] | None, arch: str | None, os: str | None,
+                 noarch: bool) -> None:  # fmt: skip
+        self._init(name, framework, torch_version, stable_abi, cxx11, backend, backend_version, arch, os, noarch)
 
 
 def parse_variant(name: str) -> Variant | None:

@@ -8,36 +8,44 @@ feature branches, odd tags) are not versions and are ignored here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Literal
 
-from packaging.version import InvalidVersion, Version
+from kernel_deps.core.records import Record
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # packaging is imported where a version is parsed: a lock's vN branch is judged without it
+    from packaging.version import Version
+
     from kernel_deps.core.spec import KernelRequirement
 
 RefKind = Literal["tag", "branch"]
 
 # vX.Y or vX.Y.Z, optionally followed by PEP 440 pre/post/dev segments (v2.0.0rc1).
-_TAG = re.compile(r"^v(\d+\.\d+(?:\.\d+)?(?:[-._]?(?:a|b|c|rc|alpha|beta|pre|preview|post|dev)\.?\d*)*)$")
+# Compiled (by re's cache) on first use: a lock of vN branches never needs it.
+_TAG = r"^v(\d+\.\d+(?:\.\d+)?(?:[-._]?(?:a|b|c|rc|alpha|beta|pre|preview|post|dev)\.?\d*)*)$"
 _MAJOR_BRANCH = re.compile(r"^v(\d+)$")
 
 
-@dataclass(frozen=True, slots=True)
-class GitRef:
+class GitRef(Record):
     """A branch or tag of a repo and the commit it points at."""
 
+    __slots__ = ("name", "kind", "commit")
     name: str
     kind: RefKind
     commit: str
 
+    def __init__(self, name: str, kind: RefKind, commit: str) -> None:
+        self._init(name, kind, commit)
 
-@dataclass(frozen=True, slots=True)
-class KernelVersion:
+
+class KernelVersion(Record):
     """A ref that names a version: a ``vX.Y.Z`` tag or a ``vN`` major branch."""
 
+    __slots__ = ("ref", "version")
     ref: GitRef
     version: Version
+
+    def __init__(self, ref: GitRef, version: Version) -> None:
+        self._init(ref, version)
 
     @property
     def is_branch(self) -> bool:
@@ -47,6 +55,8 @@ class KernelVersion:
     @property
     def sort_key(self) -> tuple[Version, int]:
         """Newest-last ordering; a ``vN`` branch sorts above every ``vN.*`` tag."""
+        from packaging.version import Version
+
         if self.is_branch:
             return (Version(f"{self.version.major}.99999999"), 1)
         return (self.version, 0)
@@ -54,10 +64,12 @@ class KernelVersion:
 
 def parse_version_ref(ref: GitRef) -> KernelVersion | None:
     """The version a ref names, or None when the ref is not a version."""
+    from packaging.version import InvalidVersion, Version
+
     if ref.kind == "branch":
         match = _MAJOR_BRANCH.match(ref.name)
         return KernelVersion(ref, Version(match.group(1))) if match else None
-    match = _TAG.match(ref.name)
+    match = re.match(_TAG, ref.name)
     if not match:
         return None
     try:
@@ -107,10 +119,27 @@ def satisfies(requirement: KernelRequirement, commit: str, refs: Iterable[GitRef
     refs = tuple(refs)
     if requirement.revision is not None:
         return requirement.revision == commit or any(ref.name == requirement.revision for ref in refs)
-    for version in filter(None, map(parse_version_ref, refs)):
+    for ref in refs:
+        major = _branch_major(ref)
+        if major is not None:  # a vN branch meets the major N only, as its parsed version would
+            if requirement.major == major:
+                return True
+            continue
+        version = parse_version_ref(ref)
+        if version is None:
+            continue
         if version.is_branch:
             if requirement.major is not None and version.version.major == requirement.major:
                 return True
         elif requirement.allows(version.version):
             return True
     return False
+
+
+def _branch_major(ref: GitRef) -> int | None:
+    """N for a ``vN`` branch whose N is ASCII digits (the major its parsed version gives);
+    None for anything else, which :func:`parse_version_ref` judges."""
+    if ref.kind != "branch" or not ref.name.isascii():
+        return None
+    match = _MAJOR_BRANCH.match(ref.name)
+    return int(match.group(1)) if match else None

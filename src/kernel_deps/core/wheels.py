@@ -34,8 +34,8 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from kernel_deps.core.records import Record
 from kernel_deps.core.variants import Variant, parse_variant
 from kernel_deps.core.versions import locked_ref, parse_version_ref
 
@@ -45,8 +45,9 @@ KERNEL_RECORD_SCHEMA = 1
 MANYLINUX = "manylinux_2_28"
 _STABLE_ABI_PYTHON = "cp39"  # kernel-builder compiles against Python's limited API of 3.9
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
-_CPYTHON_SO = re.compile(r"\.cpython-3(\d+)[-.]")
-_SHARED_OBJECT = re.compile(r"\.(so|pyd|dylib)(\.[0-9.]+)?$")
+# Compiled (by re's cache) when a wheel is built: verify imports this module for the names only.
+_CPYTHON_SO = r"\.cpython-3(\d+)[-.]"
+_SHARED_OBJECT = r"\.(so|pyd|dylib)(\.[0-9.]+)?$"
 _DARWIN_ARCHS = {"aarch64": "arm64", "x86_64": "x86_64"}
 _WINDOWS_ARCHS = {"x86_64": "amd64", "aarch64": "arm64"}
 
@@ -109,11 +110,11 @@ def platform_tag(variant: Variant) -> str:
 
 def python_tags(variant: Variant, paths: Sequence[str]) -> tuple[str, str]:
     """(python tag, abi tag) from the variant's shared objects."""
-    objects = [p for p in paths if _SHARED_OBJECT.search(p.rsplit("/", 1)[-1])]
+    objects = [p for p in paths if re.search(_SHARED_OBJECT, p.rsplit("/", 1)[-1])]
     if variant.noarch or not objects:
         return "py3", "none"
     for path in objects:
-        match = _CPYTHON_SO.search(path.rsplit("/", 1)[-1])
+        match = re.search(_CPYTHON_SO, path.rsplit("/", 1)[-1])
         if match:
             return f"cp3{match[1]}", f"cp3{match[1]}"
     return _STABLE_ABI_PYTHON, "abi3"
@@ -130,10 +131,11 @@ def torch_requirement(variant: Variant) -> str | None:
     return "torch"
 
 
-@dataclass(frozen=True, slots=True)
-class WheelSpec:
+class WheelSpec(Record):
     """The name, version, tags and requirements of one kernel variant's wheel."""
 
+    __slots__ = ("repo_id", "commit", "locked_version", "variant", "variant_hash", "distribution", "package", "version",
+                 "python_tag", "abi_tag", "platform", "requires")  # fmt: skip
     repo_id: str
     commit: str
     locked_version: str | None
@@ -146,6 +148,12 @@ class WheelSpec:
     abi_tag: str
     platform: str
     requires: tuple[str, ...]
+
+    def __init__(self, *, repo_id: str, commit: str, locked_version: str | None, variant: str, variant_hash: str,
+                 distribution: str, package: str, version: str, python_tag: str, abi_tag: str, platform: str,
+                 requires: tuple[str, ...]) -> None:  # fmt: skip
+        self._init(repo_id, commit, locked_version, variant, variant_hash, distribution, package, version, python_tag,
+                   abi_tag, platform, requires)  # fmt: skip
 
     @property
     def tag(self) -> str:
@@ -227,7 +235,7 @@ def build_wheel(spec: WheelSpec, files: Mapping[str, bytes], content_hashes: Map
             item = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
             item.compress_type = zipfile.ZIP_DEFLATED
             item.create_system = 3  # unix, so the permissions below are read
-            mode = 0o755 if _SHARED_OBJECT.search(name.rsplit("/", 1)[-1]) else 0o644
+            mode = 0o755 if re.search(_SHARED_OBJECT, name.rsplit("/", 1)[-1]) else 0o644
             item.external_attr = (0o100000 | mode) << 16
             archive.writestr(item, entries[name], compresslevel=6)
     return buffer.getvalue()

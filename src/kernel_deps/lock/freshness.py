@@ -10,9 +10,9 @@ records them), and is every other entry still needed?
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
+from kernel_deps.core.records import Record
 from kernel_deps.core.signers import SignaturePolicy, describe_signer
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target, missing_targets
@@ -22,18 +22,21 @@ from kernel_deps.lock.model import LockedKernel, Lockfile, requirement_from_text
 RELOCK_HINT = "run 'kernels lock' to update kernels.lock"
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(Record):
     """One way pyproject, lock, cache or Hub disagree; ``message`` is complete on its own."""
 
+    __slots__ = ("kind", "repo_id", "variant", "path", "message", "expected", "got")
     kind: str
     repo_id: str | None
     variant: str | None
     path: str | None
     message: str
-    expected: str | None = None
-    got: str | None = None
+    expected: str | None
+    got: str | None
 
+    def __init__(self, kind: str, repo_id: str | None, variant: str | None, path: str | None, message: str,
+                 expected: str | None = None, got: str | None = None) -> None:  # fmt: skip
+        self._init(kind, repo_id, variant, path, message, expected, got)
 
 
 def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile) -> list[Problem]:

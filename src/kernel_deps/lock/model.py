@@ -33,6 +33,7 @@ from typing import Any
 from kernel_deps.core import atomicfile, jsondoc
 from kernel_deps.core.errors import InvalidRepoIdError, LockfileError
 from kernel_deps.core.hashing import HASH_TYPE
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import LOCK_NAME
 from kernel_deps.core.spec import (
     MAX_MAJOR_DIGITS,
@@ -62,9 +63,10 @@ _REQUIRED_KEYS = ("repo_id", "sha", "variants", "dependencies")
 _VARIANT_KEYS = ("hash", "hash_type")
 _SIGNER_KEYS = ("issuer", "identity", "repository", "workflow", "ref", "metadata_sha256")
 _SIGNER_REQUIRED = ("issuer", "identity", "metadata_sha256")
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _FIX = "fix the entry or rerun 'kernels lock'"
-_MAJOR_TEXT = re.compile(rf"[0-9]{{1,{MAX_MAJOR_DIGITS}}}")
+# Compiled (by re's cache) on first use: a signer's metadata hash, a kernel_depends text.
+_SHA256_HEX = r"[0-9a-f]{64}"
+_MAJOR_TEXT = rf"[0-9]{{1,{MAX_MAJOR_DIGITS}}}"
 _REQUIREMENT_TEXT = "expected a requirement as kernel-depends states it: a PEP 440 range, a major like 1, or revision=REV"
 
 
@@ -172,7 +174,7 @@ def requirement_from_text(repo_id: str, text: str) -> KernelRequirement:
     if text.startswith("revision="):
         value: object = {"revision": text.removeprefix("revision=")}
     else:
-        value = int(text) if _MAJOR_TEXT.fullmatch(text) else text
+        value = int(text) if re.fullmatch(_MAJOR_TEXT, text) else text
     try:
         return requirement_from_value(repo_id, value)
     except InvalidEntry as exc:
@@ -182,14 +184,15 @@ def requirement_from_text(repo_id: str, text: str) -> KernelRequirement:
 # -- the records: each owns the rules about its values ------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class VariantLock:
+class VariantLock(Record):
     """The locked content hash of one build variant."""
 
+    __slots__ = ("hash", "hash_type")
     hash: str
-    hash_type: str = HASH_TYPE
+    hash_type: str
 
-    def __post_init__(self) -> None:
+    def __init__(self, *, hash: str, hash_type: str = HASH_TYPE) -> None:
+        self._init(hash, hash_type)
         if not isinstance(self.hash, str) or not _HASH.fullmatch(self.hash):
             raise invalid(".hash", "variant hash", self.hash, "expected 'sha256-' and 64 lowercase hex characters")
         if self.hash_type != HASH_TYPE:
@@ -202,27 +205,29 @@ class VariantLock:
         return cls(hash=obj["hash"], hash_type=obj["hash_type"])
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class VariantSigner:
+class VariantSigner(Record):
     """Who signed a variant's ``metadata.json`` (its Sigstore certificate, verified when locked)
     and the SHA-256 of the bytes signed. ``repository``, ``workflow`` and ``ref`` are None for a
     certificate that names no GitHub workflow."""
 
+    __slots__ = ("issuer", "identity", "repository", "workflow", "ref", "metadata_sha256")
     issuer: str  # the OIDC issuer
     identity: str  # the certificate's identity (its SAN URI)
-    repository: str | None = None  # org/name of its Source Repository URI
-    workflow: str | None = None  # the workflow path of its Build Signer URI
-    ref: str | None = None  # the git ref of its Build Signer URI
-    metadata_sha256: str = ""
+    repository: str | None  # org/name of its Source Repository URI
+    workflow: str | None  # the workflow path of its Build Signer URI
+    ref: str | None  # the git ref of its Build Signer URI
+    metadata_sha256: str
 
-    def __post_init__(self) -> None:
+    def __init__(self, *, issuer: str, identity: str, repository: str | None = None, workflow: str | None = None,
+                 ref: str | None = None, metadata_sha256: str = "") -> None:  # fmt: skip
+        self._init(issuer, identity, repository, workflow, ref, metadata_sha256)
         for key in ("issuer", "identity", "repository", "workflow", "ref"):
             value = getattr(self, key)
             if value is None and key not in _SIGNER_REQUIRED:
                 continue
             if not isinstance(value, str) or not value or len(value) > 1000:
                 raise invalid(f".{key}", key, value, "expected a non-empty string")
-        if not isinstance(self.metadata_sha256, str) or not _SHA256_HEX.fullmatch(self.metadata_sha256):
+        if not isinstance(self.metadata_sha256, str) or not re.fullmatch(_SHA256_HEX, self.metadata_sha256):
             expected = "expected 64 lowercase hex characters"
             raise invalid(".metadata_sha256", "metadata_sha256", self.metadata_sha256, expected)
 

@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, overload
 
 from kernel_deps.core.errors import LockfileError
+from kernel_deps.core.records import Record
 from kernel_deps.lock.formats import from_kernels016, kernels017_named_pins
 from kernel_deps.lock.model import Lockfile, load_entries, parse_entries
 from kernel_deps.project.edit import refuse_pending_edit
@@ -63,18 +63,21 @@ WRITTEN_BY: Mapping[LockFormat, str | None] = {
 }
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LockedPin:
+class LockedPin(Record):
     """A kernel's commit in a lock, and the tag or branch name it was locked under (None: not recorded)."""
 
+    __slots__ = ("commit", "version")
     commit: str
-    version: str | None = None
+    version: str | None
+
+    def __init__(self, *, commit: str, version: str | None = None) -> None:
+        self._init(commit, version)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LockRead:
+class LockRead(Record):
     """One read of a lock: where it came from, its format, what it holds, and its text."""
 
+    __slots__ = ("source", "format", "lock", "pins", "text")
     source: str  # the path, or where an embedded text came from, as messages name it
     format: LockFormat
     # The lock itself: ours, or a kernels <= 0.16 lock as it is (its entries depend on
@@ -83,6 +86,10 @@ class LockRead:
     # Repo id -> locked commit (read-only); a repo that a kernels 0.17 lock pins at several commits has none.
     pins: Mapping[str, LockedPin]
     text: str
+
+    def __init__(self, *, source: str, format: LockFormat, lock: Lockfile | None, pins: Mapping[str, LockedPin],
+                 text: str) -> None:  # fmt: skip
+        self._init(source, format, lock, pins, text)
 
     @property
     def raw(self) -> bytes:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from kernel_deps.core import digests, jsondoc
 from kernel_deps.core.errors import DigestMismatchError, SignatureError, UsageError
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import BUILD_DIR, LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.core.signers import SignaturePolicy, describe_signer
 from kernel_deps.lock.model import LockedKernel, Lockfile, VariantSigner
@@ -27,15 +28,18 @@ if TYPE_CHECKING:
     from kernel_deps.lock.bundles import CertifiedSigner
 
 
-@dataclass(frozen=True, slots=True)
-class VariantRefusal:
+class VariantRefusal(Record):
     """Why one variant of a locked kernel cannot be locked: ``kind`` and what was expected and found."""
 
+    __slots__ = ("repo_id", "variant", "kind", "expected", "found")
     repo_id: str
     variant: str
     kind: str  # "invalid", "not-allowed", "unsigned", "digest"
     expected: str
     found: str
+
+    def __init__(self, repo_id: str, variant: str, kind: str, expected: str, found: str) -> None:
+        self._init(repo_id, variant, kind, expected, found)
 
     def describe(self) -> str:
         return f"{self.repo_id} build {self.variant}: expected {self.expected}; found {self.found}"

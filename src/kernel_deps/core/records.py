@@ -1,0 +1,55 @@
+"""Plain read-only records, for the ones every command builds at start-up.
+
+``@dataclass(frozen=True, slots=True)`` writes each class's methods as source and runs it
+(about half a millisecond a class, paid at import by every command that imports the
+module); a :class:`Record` subclass writes its own ``__init__`` and takes the rest from
+here, defined once: equality and hash by value (the fields in ``__slots__`` order), a
+dataclass-like ``repr``, no assignment after ``__init__`` (which sets its fields with
+:meth:`Record._init`), and pickling and copying.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Record:
+    """A read-only record whose fields are its ``__slots__``, set once by the subclass's ``__init__``."""
+
+    __slots__ = ()
+
+    def _init(self, *values: Any) -> None:
+        """Set the fields, in ``__slots__`` order (what a subclass's ``__init__`` calls)."""
+        for name, value in zip(self.__slots__, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{self.__class__.__qualname__}({fields})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r} of a read-only {self.__class__.__name__}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r} of a read-only {self.__class__.__name__}")
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self._values()
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self._init(*state)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields by name, in order (as ``dataclasses.asdict`` gives them for plain values)."""
+        return {name: getattr(self, name) for name in self.__slots__}
