@@ -43,12 +43,18 @@ def test_help_imports_only_what_it_uses() -> None:
     assert not modules & set(HELP_DOES_NOT_USE)
 
 
+def definitions(modules: set[str]) -> set[str]:
+    """The modules of command definitions (kernel_deps.cli_commands.*) among ``modules``."""
+    return {name.rpartition(".")[2] for name in modules if name.startswith("kernel_deps.cli_commands.")}
+
+
 def test_a_commands_help_measures_the_terminal_without_shutil() -> None:
-    # `kernels lock --help` defines the commands; its width is still measured without shutil.
+    # `kernels lock --help` defines lock (with add and remove, beside it) and no other
+    # command; its width is still measured without shutil.
     narrow, modules = imported_modules("lock", "--help", env_extra={"COLUMNS": "60"})
     wide, _ = imported_modules("lock", "--help", env_extra={"COLUMNS": "200"})
     assert narrow.returncode == wide.returncode == 0, narrow.stderr[-2000:]
-    assert "kernel_deps.cli_commands" in modules and "shutil" not in modules
+    assert definitions(modules) == {"lock"} and "shutil" not in modules
     assert max(map(len, narrow.stdout.splitlines())) <= 58 < max(map(len, wide.stdout.splitlines())) <= 78
 
 
@@ -70,6 +76,8 @@ def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path
     assert "1 cached variants verified" in result.stdout
     assert "kernel_deps.core.system" in modules
     assert not top_level(modules) & set(HEAVY)
+    # A command run defines itself alone, not the other commands' options.
+    assert definitions(modules) == {"verify"}
     # A verify writes nothing, so it does not import what naming a temp file takes, and it
     # reads pyproject.toml with the standard library's tomllib, not the editing parser.
     assert "secrets" not in modules
@@ -82,6 +90,16 @@ def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path
 
 # What an offline verify of small cached kernels, none with a digest, does not import.
 VERIFY_DOES_NOT_USE = ("concurrent.futures", "concurrent.futures.thread", "base64")
+
+
+def test_a_warm_download_defines_only_download(tmp_path: Path) -> None:
+    env = {"KERNELS_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    project = write_cached_project(tmp_path / "app", tmp_path / "cache")
+    result, modules = imported_modules("download", str(project), env_extra=env)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    assert "1 variants present and verified (0 downloaded" in result.stdout
+    assert definitions(modules) == {"download"}
+    assert not top_level(modules) & set(HEAVY)
 
 
 def test_a_lock_of_major_branches_is_verified_without_packaging(tmp_path: Path) -> None:
