@@ -162,3 +162,25 @@ def test_patterns_only_some_commands_use_are_not_compiled_at_import() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
+
+
+def test_verify_and_download_write_only_the_dataclass_methods_they_cannot_do_without() -> None:
+    # A dataclass writes and runs its methods' source when its class is made; the records an
+    # offline verify and a warm download import are plain records, those copied with
+    # dataclasses.replace declared dataclasses without a method written. What still writes
+    # them: a requirement and a lock, whose computed fields `__init__` does not take.
+    code = (
+        "import dataclasses\nmade = []\noriginal = dataclasses.dataclass\n"
+        "def spy(cls=None, /, **kw):\n"
+        "    writes = kw.get('init', True) or kw.get('repr', True) or kw.get('eq', True)\n"
+        "    def wrap(c):\n"
+        "        made.extend([c.__qualname__] if writes else [])\n"
+        "        return original(**kw)(c)\n"
+        "    return wrap if cls is None else wrap(cls)\n"
+        "dataclasses.dataclass = spy\n"
+        "import kernel_deps.cli, kernel_deps.commands.verify, kernel_deps.commands.download\n"
+        "import kernel_deps.lock.signatures, kernel_deps.cache.installed\n"
+        "print(' '.join(sorted(made)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["KernelRequirement", "Lockfile"]

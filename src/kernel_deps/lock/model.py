@@ -33,7 +33,7 @@ from typing import Any
 from kernel_deps.core import atomicfile, jsondoc
 from kernel_deps.core.errors import InvalidRepoIdError, LockfileError
 from kernel_deps.core.hashing import HASH_TYPE
-from kernel_deps.core.records import Record
+from kernel_deps.core.records import Record, replaceable
 from kernel_deps.core.settings import LOCK_NAME
 from kernel_deps.core.spec import (
     MAX_MAJOR_DIGITS,
@@ -107,6 +107,9 @@ class _FrozenMap(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return repr(self._data)
+
+
+_NO_SIGNERS: Mapping[str, VariantSigner] = _FrozenMap(())
 
 
 class FieldError(ValueError):
@@ -247,31 +250,45 @@ class VariantSigner(Record):
         return data | {"metadata_sha256": self.metadata_sha256}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LockedKernel:
+@replaceable  # locking copies entries with dataclasses.replace (trust, signers)
+class LockedKernel(Record):
     """One locked kernel: its commit, variant hashes, resolved version, spec and dependencies."""
 
+    __slots__ = (
+        "repo_id", "sha", "variants", "version", "requirement", "dependencies", "kernel_depends", "redirected_from",
+        "trusted_by", "signatures",
+    )  # fmt: skip
     repo_id: str
     sha: str
     variants: Mapping[str, VariantLock]
-    version: str | None = None
-    requirement: str | None = None
-    dependencies: tuple[str, ...] = ()
+    version: str | None
+    requirement: str | None
+    dependencies: tuple[str, ...]
     # What this kernel requires of each of its dependencies (dependency repo id -> the
     # requirement texts its variants' kernel-depends state, the union over variants), so a
     # lock is checked against them offline. None: not recorded (a lock written before
     # kernel-deps recorded them); a kernel without dependencies records nothing, {}.
-    kernel_depends: Mapping[str, tuple[str, ...]] | None = None
+    kernel_depends: Mapping[str, tuple[str, ...]] | None
     # Repo ids pyproject.toml names that redirect here (their kernel-status.toml): this
     # entry is the lock's answer for them too.
-    redirected_from: tuple[str, ...] = ()
+    redirected_from: tuple[str, ...]
     # Why its publisher is trusted: "hub" (the Hub's trustedKernelPublisher flag for its
     # organization) or "pyproject:<entry>" (the [tool.kernels.trust] publishers entry, its
     # organization or its repo id, that allowed it). None: not recorded (an older lock).
-    trusted_by: str | None = None
+    trusted_by: str | None
     # Variant name -> who signed its metadata.json, for each variant that is signed (kept
     # beside ``variants``, which the Hugging Face library up to 0.16 reads strictly).
-    signatures: Mapping[str, VariantSigner] = field(default_factory=dict)
+    signatures: Mapping[str, VariantSigner]
+
+    def __init__(
+        self, *, repo_id: str, sha: str, variants: Mapping[str, VariantLock], version: str | None = None,
+        requirement: str | None = None, dependencies: tuple[str, ...] = (),
+        kernel_depends: Mapping[str, tuple[str, ...]] | None = None, redirected_from: tuple[str, ...] = (),
+        trusted_by: str | None = None, signatures: Mapping[str, VariantSigner] = _NO_SIGNERS,
+    ) -> None:  # fmt: skip
+        self._init(repo_id, sha, variants, version, requirement, dependencies, kernel_depends, redirected_from,
+                   trusted_by, signatures)  # fmt: skip
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if reason := repo_id_problem(self.repo_id):
