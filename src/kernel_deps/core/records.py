@@ -58,15 +58,18 @@ class Record:
 
 
 def replaceable(cls: type[Record]) -> type[Record]:
-    """``cls``, a :class:`Record` whose annotations name its ``__slots__`` in order, declared a
-    frozen dataclass for those that copy it with ``dataclasses.replace`` (and ``fields``,
-    ``asdict``): its fields are registered, and no method is written and run for it, as
-    ``@dataclass(frozen=True)`` would (its ``__init__`` is its own, the rest :class:`Record`'s);
-    assigning a field raises ``dataclasses.FrozenInstanceError``, as a frozen dataclass does."""
+    """``cls``, a :class:`Record` whose annotations name its first ``__slots__`` in order,
+    declared a frozen dataclass for those that copy it with ``dataclasses.replace`` (and
+    ``fields``, ``asdict``): the annotated slots are registered as its fields, and no method is
+    written and run for it, as ``@dataclass(frozen=True)`` would (its ``__init__`` is its own,
+    the rest :class:`Record`'s). Slots after the annotated ones are values ``__init__``
+    computes from the fields (``replace`` computes them again). Assigning a field raises
+    ``dataclasses.FrozenInstanceError``, as a frozen dataclass does."""
     from dataclasses import FrozenInstanceError, dataclass
 
-    if tuple(cls.__annotations__) != cls.__slots__:
-        raise TypeError(f"{cls.__name__}: its annotations must name its __slots__, in order")
+    named = tuple(cls.__annotations__)
+    if named != cls.__slots__[: len(named)]:
+        raise TypeError(f"{cls.__name__}: its annotations must name its first __slots__, in order")
 
     def __setattr__(self: Record, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")

@@ -26,7 +26,6 @@ import json
 import re
 import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -419,36 +418,45 @@ def _checked_kernel_depends(asks: Any, dependencies: tuple[str, ...]) -> Mapping
     return _FrozenMap(sorted(checked.items()))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Lockfile:
-    """A whole lock: one entry per kernel, sorted by repo id, closed under dependencies."""
+class Lockfile(Record):
+    """A whole lock: one entry per kernel, sorted by repo id, closed under dependencies.
 
-    kernels: tuple[LockedKernel, ...]
-    _index: Mapping[str, LockedKernel] = field(init=False, repr=False, compare=False, hash=False)
+    Equal, hashed, shown and pickled by its ``kernels``; ``_index`` (each kernel by its repo
+    id and by the ids redirecting to it) follows from them."""
 
-    def __post_init__(self) -> None:
+    __slots__ = ("kernels", "_index")
+
+    def __init__(self, *, kernels: tuple[LockedKernel, ...]) -> None:
         # Positions in messages are those of ``kernels`` as given: a file's entries, in order.
         first: dict[str, int] = {}
-        for i, kernel in enumerate(self.kernels):
+        for i, kernel in enumerate(kernels):
             if kernel.repo_id in first:
                 where = f"'[{first[kernel.repo_id]}].repo_id' and '[{i}].repo_id'"
                 detail = f"duplicate repo_id {kernel.repo_id!r}"
                 raise FieldError(f"[{i}].repo_id", detail, "expected one entry per kernel", where=where)
             first[kernel.repo_id] = i
-        for i, kernel in enumerate(self.kernels):
+        for i, kernel in enumerate(kernels):
             for position, dep in enumerate(kernel.dependencies):
                 if dep not in first:
                     raise MissingEntryError(i, kernel.repo_id, dep, position)
-        for i, kernel in enumerate(self.kernels):
+        for i, kernel in enumerate(kernels):
             for position, source in enumerate(kernel.redirected_from):
                 if source in first:
                     raise RedirectClashError(i, kernel.repo_id, source, position)
                 first[source] = i
-        kernels = tuple(sorted(self.kernels, key=lambda k: k.repo_id))
-        object.__setattr__(self, "kernels", kernels)
+        kernels = tuple(sorted(kernels, key=lambda k: k.repo_id))
         # A repo that redirects is found under its own id too, as the entry of its destination.
         aliases = [(source, k) for k in kernels for source in k.redirected_from]
-        object.__setattr__(self, "_index", _FrozenMap([*((k.repo_id, k) for k in kernels), *aliases]))
+        self._init(kernels, _FrozenMap([*((k.repo_id, k) for k in kernels), *aliases]))
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.kernels,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(kernels={self.kernels!r})"
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.__init__(kernels=state[0])  # type: ignore[misc]
 
     @property
     def repo_ids(self) -> tuple[str, ...]:
