@@ -88,8 +88,9 @@ def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path
     assert not modules & set(VERIFY_DOES_NOT_USE)
 
 
-# What an offline verify of small cached kernels, none with a digest, does not import.
-VERIFY_DOES_NOT_USE = ("concurrent.futures", "concurrent.futures.thread", "base64")
+# What an offline verify of small cached kernels, none with a digest, does not import; nor
+# the readers of other tools' lock formats, for a lock of kernel-deps' own.
+VERIFY_DOES_NOT_USE = ("concurrent.futures", "concurrent.futures.thread", "base64", "kernel_deps.lock.formats")
 
 
 def test_a_warm_download_defines_only_download(tmp_path: Path) -> None:
@@ -100,6 +101,8 @@ def test_a_warm_download_defines_only_download(tmp_path: Path) -> None:
     assert "1 variants present and verified (0 downloaded" in result.stdout
     assert definitions(modules) == {"download"}
     assert not top_level(modules) & set(HEAVY)
+    # No target to read and no signer recorded: pyproject.toml is not read, nor parsed.
+    assert not modules & {"kernel_deps.project.pyproject", "tomllib", "kernel_deps.lock.formats"}
 
 
 def test_a_lock_of_major_branches_is_verified_without_packaging(tmp_path: Path) -> None:

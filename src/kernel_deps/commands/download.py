@@ -509,11 +509,14 @@ def download_project(
     (or every target pyproject.toml declares, ``all_targets``); with ``into``, then place
     exactly those variants in that folder (:func:`kernel_deps.cache.subset.place_subset`)."""
     from kernel_deps.lock.read import read_lock
-    from kernel_deps.project.pyproject import read_targets
 
     if all_variants and (variants or targets or all_targets):
         raise UsageError("--all-variants downloads every variant; drop --variant, --target and --all-targets")
-    declared = read_targets(Path(project_dir)) if all_targets else ()
+    declared = ()
+    if all_targets:  # pyproject.toml is read for its targets only here (or for a signature policy, below)
+        from kernel_deps.project.pyproject import read_targets
+
+        declared = read_targets(Path(project_dir))
     chosen_targets = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     lock = read_lock(Path(project_dir) / LOCK_NAME, purpose="use").lock  # ours or kernels <= 0.16's, never rewritten
     system = None if (all_variants or variants or chosen_targets) else detect_system()
