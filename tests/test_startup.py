@@ -154,13 +154,14 @@ def test_patterns_only_some_commands_use_are_not_compiled_at_import() -> None:
     # Reading torch's files for its C++ ABI (verify --require-cached, download, the loader)
     # and parsing `kernels add`'s argument compile their patterns when they run, not when
     # `kernels verify` or `--help` starts; so do a revision's rule, a message's line breaks,
-    # a version tag's, a wheel's file names and an installed wheel's record hashes.
+    # a version tag's, a wheel's file names, an installed wheel's record hashes and the
+    # credentials of a URL in a message.
     code = (
         "import re, sys\ncompiled = []\noriginal = re.compile\n"
         "re.compile = lambda pattern, flags=0: compiled.append(str(pattern)) or original(pattern, flags)\n"
         "import kernel_deps.cli, kernel_deps.commands.verify, kernel_deps.cache.installed\n"
         "wanted = ('compiled_with_cxx11_abi', 'GLIBCXX', '?P<spec>', '@\\\\{', '\\\\u2028', 'preview', 'cpython-3',\n"
-        "          'dylib', '{40}|')\n"
+        "          'dylib', '{40}|', '+.-]*://)')\n"
         "print('\\n'.join(p for p in compiled if any(w in p for w in wanted)))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
