@@ -190,19 +190,21 @@ def test_verify_and_download_write_no_dataclass_method() -> None:
 
 
 def test_a_command_line_leaves_its_objects_to_the_exit_and_a_library_call_does_not() -> None:
-    # The console script's process ends once its command has: what it made is frozen out of
-    # the cyclic collector, so the interpreter's last collection does not walk it all. A
-    # caller running the group in its own process (click's test runner) keeps its collector.
+    # The console script's process ends once its command has: its collector runs less often
+    # meanwhile, and what it made is frozen out of it, so the interpreter's last collection
+    # does not walk it all. A caller running the group in its own process (click's test
+    # runner) keeps its collector as it was.
     code = (
         "import atexit, gc, sys\n"
-        "atexit.register(lambda: sys.stderr.write(f'frozen={gc.get_freeze_count() > 0}'))\n"
+        "atexit.register(lambda: sys.stderr.write(f'frozen={gc.get_freeze_count() > 0} {gc.get_threshold()[0]}'))\n"
         "from click.testing import CliRunner\nfrom kernel_deps.cli import main\n"
+        "before = gc.get_threshold()\n"
         "result = CliRunner().invoke(main, ['--version'])\n"
         "assert result.exit_code == 0 and 'kernel-deps' in result.output, result.output\n"
-        "assert gc.get_freeze_count() == 0\n"
+        "assert gc.get_freeze_count() == 0 and gc.get_threshold() == before\n"
         "sys.argv = ['kernels', *sys.argv[1:]]\nfrom kernel_deps.entry import main as command\ncommand()\n"
     )
     result = subprocess.run([sys.executable, "-c", code, "--version"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.startswith("kernel-deps ")
-    assert result.stderr.endswith("frozen=True")
+    assert result.stderr.endswith("frozen=True 10000")
