@@ -24,7 +24,14 @@ from kernel_deps.lock.signatures import candidate_refusal, sign_lock
 from kernel_deps.lock.trust import judge_publishers, refusal
 from kernel_deps.project.edit import editing
 from kernel_deps.project.pyproject import read_project, read_signature_policy, read_targets, read_trust
-from kernel_deps.resolve.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
+from kernel_deps.resolve.resolver import (
+    KernelProvider,
+    Pin,
+    Resolution,
+    reject_unknown_upgrades,
+    resolve,
+    version_name,
+)
 
 if TYPE_CHECKING:  # imported when locking: verify and outdated read locks without the Hub client
     from kernel_deps.hub.client import HubClient
@@ -282,10 +289,14 @@ def lock_while_editing(
     # One time budget for the whole resolution. Pins hold: a redirect added upstream since
     # the lock was made moves a pinned repo only once --upgrade releases its pin.
     with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers, on_signed=_preparer(policy)) as index:
+        signed = (lambda repo_id, commit: candidate_refusal(index, policy, repo_id, commit)) if targets else None
+        provider = KernelProvider(index, pins, targets, signed)
+        # Each kernel's likely pick is fetched while redirects are looked for, so its files
+        # follow its own listing rather than wait for every kernel's.
+        index.prefetch(requirements, provider.likely_pick, unless_redirected=True)
         followed = index.follow_redirects(requirements)
         redirected_from = _redirected_from(requirements, followed)
-        signed = (lambda repo_id, commit: candidate_refusal(index, policy, repo_id, commit)) if targets else None
-        resolution = resolve(followed, index, pins=pins, targets=targets, signed=signed)
+        resolution = resolve(followed, index, provider=provider)
         lock = build_lockfile(resolution, followed, index, pins=pins, redirected_from=redirected_from)
         lock, untrusted = judge_publishers(lock, publishers, lambda org: hub_trusts(index, org))
         if untrusted:
