@@ -36,8 +36,8 @@ the large lock less in the small one) taken out: what the local Hub's own speed 
 for. The goal is judged on the raw ratio only.
 
 Requests are those the proxy saw during one run (the median over the runs). kernels
-0.16 runs from its compat install (`.venv/compat/kernels-0.16`, its CLI's extra
-packages in `.venv/compat/hf-cli-deps`, both installed by `make`).
+0.16 runs from its compat install (`.venv/compat/kernels-0.16`, installed by `make`; what
+its CLI imports at start, sigstore among it, is in `.venv` as kernel-deps' own).
 
     .venv/bin/python -m bench.compare [--runs 7] [--kernels 20] [--latency 0.05]
 """
@@ -64,7 +64,6 @@ from tests.fixtures.projects import write_project
 
 VENV = Path(sys.prefix)
 KERNELS_016 = VENV / "compat" / "kernels-0.16"
-KERNELS_016_CLI = VENV / "compat" / "hf-cli-deps"
 # kernels 0.16's console script, run with this interpreter and its compat folders.
 KERNELS_016_MAIN = "import sys; sys.argv[0] = 'kernels'; from kernels.cli import main; sys.exit(main())"
 SMALL = 3
@@ -148,8 +147,8 @@ def build_kernels(mirrors: Path, count: int) -> list[str]:
 
 def tools(root: Path, endpoint: str) -> tuple[Tool, Tool]:
     """kernel-deps and kernels 0.16, each with a Hugging Face cache and home of its own."""
-    if not (KERNELS_016 / "kernels" / "cli" / "__init__.py").is_file() or not KERNELS_016_CLI.is_dir():
-        raise SystemExit(f"kernels 0.16 and its CLI's packages are not in {KERNELS_016.parent}: run 'make'")
+    if not (KERNELS_016 / "kernels" / "cli" / "__init__.py").is_file():
+        raise SystemExit(f"kernels 0.16 is not in {KERNELS_016}: run 'make'")
     base = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KERNELS_"))}
 
     def env(slug: str) -> dict[str, str]:
@@ -158,7 +157,7 @@ def tools(root: Path, endpoint: str) -> tuple[Tool, Tool]:
 
     ours = Tool("kernel-deps", "ours", [str(Path(sys.executable).with_name("kernels"))], env("ours"))
     theirs_env = env("kernels016")
-    theirs_env["PYTHONPATH"] = os.pathsep.join([str(KERNELS_016), str(KERNELS_016_CLI)])
+    theirs_env["PYTHONPATH"] = str(KERNELS_016)
     # kernels 0.16 with telemetry off sends a User-Agent the huggingface_hub client refuses.
     theirs_env["HF_HUB_DISABLE_TELEMETRY"] = "0"
     theirs = Tool("kernels 0.16", "kernels016", [sys.executable, "-c", KERNELS_016_MAIN], theirs_env)
