@@ -10,8 +10,6 @@ $(STAMP): pyproject.toml Makefile
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade --no-deps --target $(VENV)/compat/kernels-0.16 kernels==0.16.0 kernels-data==0.16.2
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade --no-deps --target $(VENV)/compat/kernels-0.17 kernels==0.17.2 pyyaml==6.0.4
-	# What both versions' CLIs import at start (kernels verify-signature: sigstore), missing from .venv.
-	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade --no-deps --target $(VENV)/compat/hf-cli-deps sigstore==4.5.1 sigstore-models==0.0.6 sigstore-rekor-types==0.0.18 cryptography==50.0.2 cffi==2.1.1 pycparser==3.12 id==1.6.1 platformdirs==4.14.9 pyjwt==2.15.1 rfc3161-client==1.0.9 rfc8785==0.1.4 tuf==7.0.1 securesystemslib==1.6.0 email-validator==2.4.0 dnspython==2.9.2
 	touch $(STAMP)
 
 test: $(STAMP)

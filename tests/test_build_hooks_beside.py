@@ -20,7 +20,7 @@ import pytest
 
 from kernel_deps.lock.formats import to_kernels017
 from kernel_deps.lock.read import read_lock
-from tests.fixtures.peers import CLI_DEPS, peer_path
+from tests.fixtures.peers import peer_path
 from tests.fixtures.wheels import (  # noqa: F401 - fixtures used by name
     EMBEDDED,
     Samples,
@@ -39,7 +39,7 @@ BUILD = "import sys, {backend} as backend; print(backend.build_wheel(sys.argv[1]
 
 def build_beside(python: Path, project: Path, out: Path, peer: str, order: str) -> tuple[object, Path | None]:
     """Build ``project``'s wheel with kernels ``peer`` installed beside kernel-deps, found ``order``."""
-    paths = os.pathsep.join([str(peer_path(peer)), str(CLI_DEPS)])
+    paths = str(peer_path(peer))
     # torch and the rest of the development environment, last: kernels imports what it finds.
     site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))").stdout.strip())
     pth = site / "zz_beside.pth"
@@ -64,7 +64,7 @@ def writers_seen(python: Path, peer: str, order: str) -> list[str]:
         "import json; from importlib.metadata import entry_points\n"
         "print(json.dumps([e.value for e in entry_points(group='egg_info.writers') if e.name == 'kernels.lock']))\n"
     )
-    with_peer = os.pathsep.join([str(peer_path(peer)), str(CLI_DEPS)])
+    with_peer = str(peer_path(peer))
     site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))").stdout.strip())
     env = clean_env(PYTHONPATH=with_peer) if order == "first" else clean_env()
     if order == "last":

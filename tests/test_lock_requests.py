@@ -3,12 +3,16 @@
 One refs listing per repo, one tree listing per candidate commit (which also shows
 whether the main branch holds a ``kernel-status.toml`` redirect, when main is that commit), one read per distinct
 ``metadata.json`` content, and none at all for a ``metadata.json`` the cache already holds
-(a lock keeps each one it reads there, named by its content hash).
+(a lock keeps each one it reads there, named by its content hash). A listing of a whole
+commit is asked as ``tree/<commit>/``, which olah answers without a redirect; a server
+that refuses that form is asked without the slash. Independent kernels' requests go
+together: 20 kernels take no more waves of requests, one after another, than 3.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -16,7 +20,7 @@ from kernel_deps.commands.lock import lock_project
 from kernel_deps.core.errors import HubError
 from kernel_deps.hub.client import HubClient
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, DEFAULT_VARIANTS, METAL_VARIANT, KernelRepo, Release
-from tests.fixtures.faultproxy import by_kind
+from tests.fixtures.faultproxy import by_kind, waves
 from tests.fixtures.projects import write_project
 
 
@@ -33,7 +37,9 @@ def test_a_lock_lists_each_repo_and_commit_once_and_reads_each_metadata_once(hub
 
     lock_project(project, hub=HubClient(endpoint=proxy.url))
     variants = len(DEFAULT_VARIANTS)
-    assert by_kind(proxy) == {"refs": 3, "tree": 3, "slash": 3, "file": 3 * variants, "other": 0}
+    assert by_kind(proxy) == {"refs": 3, "tree": 3, "slash": 0, "file": 3 * variants, "other": 0}
+    # Each commit listed with the trailing slash, the form olah answers without a redirect.
+    assert all(path.endswith("/") for _, path in proxy.counts if "/tree/" in path)
     first = (project / "kernels.lock").read_bytes()
 
     # Locking again from scratch: the metadata.json files are in the cache, named by the
@@ -41,7 +47,7 @@ def test_a_lock_lists_each_repo_and_commit_once_and_reads_each_metadata_once(hub
     (project / "kernels.lock").unlink()
     proxy.reset_counts()
     lock_project(project, hub=HubClient(endpoint=proxy.url))
-    assert by_kind(proxy) == {"refs": 3, "tree": 3, "slash": 3, "file": 0, "other": 0}
+    assert by_kind(proxy) == {"refs": 3, "tree": 3, "slash": 0, "file": 0, "other": 0}
     assert (project / "kernels.lock").read_bytes() == first
 
 
@@ -51,7 +57,7 @@ def test_variants_with_the_same_metadata_share_one_read(hub_env, proxy, tmp_path
     project = write_project(tmp_path / "app", f'"{name}" = 1')
     lock = lock_project(project, hub=HubClient(endpoint=proxy.url)).lock
     assert set(lock.get(name).variants) == {CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT}
-    assert by_kind(proxy) == {"refs": 1, "tree": 1, "slash": 1, "file": 1, "other": 0}
+    assert by_kind(proxy) == {"refs": 1, "tree": 1, "slash": 0, "file": 1, "other": 0}
 
 
 def test_a_cached_metadata_that_no_longer_hashes_to_its_name_is_read_again(hub_env, proxy, tmp_path) -> None:
@@ -104,14 +110,88 @@ def test_a_cache_that_cannot_be_written_costs_requests_not_the_lock(hub_env, pro
 def test_twenty_kernels_ask_each_thing_once_and_no_more_than_kernels_016(hub_env, proxy, tmp_path) -> None:
     # The issue's measure: 20 independent kernels, as bench/compare.py locks them. Each
     # request is for something not asked before (refs per repo, listing per commit,
-    # metadata.json per variant), and on the Hub, which answers a listing without olah's
-    # trailing-slash redirect, they come to no more than kernels 0.16's 101.
+    # metadata.json per variant), with no redirect on the way (olah's trailing-slash one
+    # included), and they come to no more than kernels 0.16's 101 through the same olah.
     names = add_kernels(hub_env, "twenty", 20)
     project = write_project(tmp_path / "app", "\n".join(f'"{name}" = 1' for name in names))
 
     lock_project(project, hub=HubClient(endpoint=proxy.url))
     variants = len(DEFAULT_VARIANTS)
-    assert by_kind(proxy) == {"refs": 20, "tree": 20, "slash": 20, "file": 20 * variants, "other": 0}
+    assert by_kind(proxy) == {"refs": 20, "tree": 20, "slash": 0, "file": 20 * variants, "other": 0}
     repeated = {request: n for request, n in proxy.counts.items() if n > 1}
     assert repeated == {}
-    assert proxy.total_requests() - by_kind(proxy)["slash"] <= 101
+    assert proxy.total_requests() <= 101
+
+
+def test_twenty_kernels_take_no_more_waves_of_requests_than_three(hub_env, proxy, tmp_path) -> None:
+    # Waves, not wall time: with a round trip far longer than the work between requests,
+    # the requests sent together end together, and a request arriving after another one
+    # ended is a wave later. Per kernel, refs, then the listing, then the metadata.json
+    # files; independent kernels side by side, however many.
+    proxy.latency = 0.2
+    found = {}
+    for count in (3, 20):
+        names = add_kernels(hub_env, f"waves-{count}", count)
+        project = write_project(tmp_path / f"app-{count}", "\n".join(f'"{name}" = 1' for name in names))
+        proxy.reset_counts()
+        lock_project(project, hub=HubClient(endpoint=proxy.url))
+        assert by_kind(proxy)["file"] == count * len(DEFAULT_VARIANTS)
+        found[count] = waves(proxy)
+    assert found[3] == 3
+    assert found[20] <= found[3]
+
+
+ROOT_LISTING = re.compile(r"/api/kernels/[^/]+/[^/]+/tree/[0-9a-f]{40}")
+
+
+def plain_form_only(proxy, refusal: int) -> None:
+    """Make ``proxy`` a Hub that lists a whole commit only when asked without the trailing
+    slash (olah itself answers that form with a redirect to the other): the slash form is
+    refused with ``refusal``, the plain one forwarded as the slash form olah answers."""
+    proxy.answer_json = lambda path: (refusal, {"error": "Not found"}) if ROOT_LISTING.fullmatch(path[:-1]) else None
+    proxy.upstream_path = lambda path: path + "/" if ROOT_LISTING.fullmatch(path) else path
+
+
+@pytest.mark.parametrize("refusal", [404, 400])
+def test_a_hub_refusing_the_trailing_slash_is_asked_without_it_once(hub_env, proxy, tmp_path, refusal) -> None:
+    repo_id = "kernels-test/no-slash"
+    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"), Release("1.1.0"))))
+    old, new = built.commits["1.0.0"], built.commits["1.1.0"]
+    expected = HubClient(endpoint=hub_env.url).list_commit(repo_id, new)
+    plain_form_only(proxy, refusal)
+    client = HubClient(endpoint=proxy.url)
+
+    assert client.list_commit(repo_id, new) == expected
+    listings = {path: n for (_, path), n in proxy.counts.items() if "/tree/" in path}
+    assert listings == {f"/api/kernels/{repo_id}/tree/{new}/": 1, f"/api/kernels/{repo_id}/tree/{new}": 1}
+    # Once the plain form has answered, the client asks only that.
+    proxy.reset_counts()
+    assert client.list_commit(repo_id, old).build_files
+    assert {path for (_, path) in proxy.counts if "/tree/" in path} == {f"/api/kernels/{repo_id}/tree/{old}"}
+
+
+def test_a_lock_through_a_hub_refusing_the_trailing_slash_is_the_same_lock(hub_env, proxy, tmp_path) -> None:
+    names = add_kernels(hub_env, "plain-form", 3)
+    deps = "\n".join(f'"{name}" = 1' for name in names)
+    direct = lock_project(write_project(tmp_path / "olah", deps), hub=HubClient(endpoint=proxy.url)).lock
+    plain_form_only(proxy, 404)
+    proxy.reset_counts()
+    assert lock_project(write_project(tmp_path / "hub", deps), hub=HubClient(endpoint=proxy.url)).lock == direct
+    listed = [(path, n) for (_, path), n in proxy.counts.items() if "/tree/" in path]
+    # Each commit answered in the plain form once; the slash asked at most once per commit
+    # (the listings go together, so each may be asked so before the first refusal returns).
+    assert sorted(path for path, n in listed if not path.endswith("/") and n == 1) == sorted(
+        f"/api/kernels/{name}/tree/{direct.get(name).sha}" for name in names
+    )
+    assert all(n == 1 for _, n in listed) and len(listed) <= 2 * len(names)
+
+
+def test_a_missing_commit_is_still_a_missing_commit_on_either_hub(hub_env, proxy) -> None:
+    from kernel_deps.core.errors import RevisionNotFoundError
+
+    missing = "0123456789abcdef0123456789abcdef01234567"
+    for plain in (False, True):
+        if plain:
+            plain_form_only(proxy, 404)
+        with pytest.raises(RevisionNotFoundError):
+            HubClient(endpoint=proxy.url).list_commit("kernels-test/rotary", missing)

@@ -24,7 +24,16 @@ from kernel_deps.lock.signatures import candidate_refusal, sign_lock
 from kernel_deps.lock.trust import judge_publishers, refusal
 from kernel_deps.project.edit import editing
 from kernel_deps.project.pyproject import read_project, read_signature_policy, read_targets, read_trust
-from kernel_deps.resolve.resolver import Pin, Resolution, reject_unknown_upgrades, resolve, version_name
+from kernel_deps.resolve.resolver import (
+    PROJECT,
+    KernelProvider,
+    Pin,
+    Requester,
+    Resolution,
+    reject_unknown_upgrades,
+    resolve,
+    version_name,
+)
 
 if TYPE_CHECKING:  # imported when locking: verify and outdated read locks without the Hub client
     from kernel_deps.hub.client import HubClient
@@ -276,27 +285,15 @@ def lock_while_editing(
         return LockReport(path, previous, previous, [], False, False, uncovered=uncovered, targets=targets,
                           converted_from=foreign, problems=problems)  # fmt: skip
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.hub.view import KernelIndex
 
-    hub = hub or HubClient()
-    # One time budget for the whole resolution. Pins hold: a redirect added upstream since
-    # the lock was made moves a pinned repo only once --upgrade releases its pin.
-    with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers, on_signed=_preparer(policy)) as index:
-        followed = index.follow_redirects(requirements)
-        redirected_from = _redirected_from(requirements, followed)
-        signed = (lambda repo_id, commit: candidate_refusal(index, policy, repo_id, commit)) if targets else None
-        resolution = resolve(followed, index, pins=pins, targets=targets, signed=signed)
-        lock = build_lockfile(resolution, followed, index, pins=pins, redirected_from=redirected_from)
-        lock, untrusted = judge_publishers(lock, publishers, lambda org: hub_trusts(index, org))
+    def judge(lock: Lockfile, index: KernelIndex) -> Lockfile:
+        judged, untrusted = judge_publishers(lock, publishers, lambda org: hub_trusts(index, org))
         if untrusted:
             raise refusal(untrusted)
-        lock = sign_lock(lock, policy, index)
-        notes = [
-            LockNote("redirect-followed", source, redirects=(source, *(hop.destination for hop in hops)))
-            for source, hops in sorted(index.redirects_followed.items())
-        ]
-        notes += resolution_notes(resolution, lock, index)
+        return judged
 
+    lock, notes = resolve_in_memory(hub or HubClient(), requirements, publishers=publishers, judge=judge,
+                                    policy=policy, pins=pins, targets=targets, follow_redirects=True)  # fmt: skip
     new_bytes = lock.to_json().encode()
     up_to_date = raw == new_bytes
     changes = diff_locks(previous, lock)
@@ -308,6 +305,61 @@ def lock_while_editing(
         notes=notes, uncovered=uncovered, targets=targets, converted_from=foreign, problems=problems,
         existed=raw is not None,
     )
+
+
+def resolve_in_memory(
+    hub: HubClient,
+    requirements: Sequence[KernelRequirement],
+    *,
+    publishers: Sequence[str] | None,
+    judge: Callable[[Lockfile, KernelIndex], Lockfile],
+    policy: SignaturePolicy | None,
+    pins: Mapping[str, Pin] | None = None,
+    targets: Sequence[Target] = (),
+    requester: Requester = PROJECT,
+    follow_redirects: bool = False,
+) -> tuple[Lockfile, list[LockNote]]:
+    """A lock of ``requirements`` and their kernel dependencies, held in memory: the one way
+    `kernels lock`, ``get_kernel`` and `kernels to-wheel ORG/NAME@REVISION` resolve.
+
+    Pins are kept and targets served (:func:`resolve`); every variant is hashed; ``judge``
+    (the lock, the index -> the lock with each entry's trust recorded, or an error raised
+    for a kernel it refuses) decides publishers, the Hub being asked in the background
+    about each organization ``publishers`` does not allow (None: about none); then, unless
+    ``policy`` is None, each build's digest is checked and its signature verified under
+    ``policy`` (:func:`sign_lock`). With ``follow_redirects``, a requirement whose repo
+    redirects (``kernel-status.toml``) is locked at its destination. One time budget for
+    all of it. Also returns the notes `kernels lock` prints (redirects followed, kernels
+    held back, folders skipped)."""
+    from kernel_deps.hub.view import KernelIndex
+
+    pins = dict(pins or {})
+    prepare = _preparer(policy) if policy is not None else None
+    # Pins hold: a redirect added upstream since the lock was made moves a pinned repo only
+    # once --upgrade releases its pin.
+    with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers, on_signed=prepare) as index:
+        signed = None
+        if targets and policy is not None:
+            signed = lambda repo_id, commit: candidate_refusal(index, policy, repo_id, commit)  # noqa: E731
+        provider = KernelProvider(index, pins, targets, signed)
+        followed = list(requirements)
+        if follow_redirects:
+            # Each kernel's likely pick is fetched while redirects are looked for, so its
+            # files follow its own listing rather than wait for every kernel's.
+            index.prefetch(requirements, provider.likely_pick, unless_redirected=True)
+            followed = index.follow_redirects(requirements)
+        redirected_from = _redirected_from(requirements, followed)
+        resolution = resolve(followed, index, provider=provider, requester=requester)
+        lock = build_lockfile(resolution, followed, index, pins=pins, redirected_from=redirected_from)
+        lock = judge(lock, index)
+        if policy is not None:
+            lock = sign_lock(lock, policy, index)
+        notes = [
+            LockNote("redirect-followed", source, redirects=(source, *(hop.destination for hop in hops)))
+            for source, hops in sorted(index.redirects_followed.items())
+        ]
+        notes += resolution_notes(resolution, lock, index)
+    return lock, notes
 
 
 def _preparer(policy: SignaturePolicy) -> Callable[[], None]:

@@ -43,6 +43,7 @@ from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:
     from kernel_deps.hub.client import HubClient
+    from kernel_deps.hub.view import KernelIndex
 
 SCHEMA_VERSION = 1  # of docs/schemas/to-wheel.schema.json; see docs/ci.md
 REQUIREMENTS_NAME = "requirements.txt"
@@ -263,30 +264,30 @@ def _check_output(output: Path) -> None:
 
 def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> Lockfile:
     """A lock of one requirement and its kernel dependencies, held in memory."""
-    from kernel_deps.commands.lock import build_lockfile, hub_trusts
+    from kernel_deps.commands.lock import hub_trusts, resolve_in_memory
     from kernel_deps.core.signers import SignaturePolicy
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.hub.view import KernelIndex
-    from kernel_deps.lock.signatures import sign_lock
     from kernel_deps.lock.trust import judge_publishers
-    from kernel_deps.resolve.resolver import Requester, resolve
+    from kernel_deps.resolve.resolver import Requester
 
     requester = Requester(
         "the command line",
         "pass another ORG/NAME@REVISION",
         "pass a revision that pins fewer kernels",
     )
-    hub = hub or HubClient()
-    with hub.operation(), KernelIndex(hub, publishers=trusted) as index:
-        resolution = resolve([requirement], index, requester=requester)
-        lock = build_lockfile(resolution, [requirement], index)
-        lock, untrusted = judge_publishers(lock, trusted, lambda org: hub_trusts(index, org))
+
+    def judge(lock: Lockfile, index: KernelIndex) -> Lockfile:
+        judged, untrusted = judge_publishers(lock, trusted, lambda org: hub_trusts(index, org))
         if untrusted:
             names = ", ".join(u.repo_id for u in untrusted)
             raise UntrustedPublisherError(
                 f"no wheels written: {names} is not from a publisher the Hub trusts "
                 f"({untrusted[0].hub_reason}); pass --trust ORG (or --trust ORG/NAME) if you trust it"
             )
-        # As kernels lock with no [tool.kernels.trust] policy: digests checked, each signed
-        # build's signature verified under Sigstore's public-good root and its signer recorded.
-        return sign_lock(lock, SignaturePolicy(), index)
+        return judged
+
+    # As kernels lock with no [tool.kernels.trust] policy: digests checked, each signed
+    # build's signature verified under Sigstore's public-good root and its signer recorded.
+    lock, _ = resolve_in_memory(hub or HubClient(), [requirement], publishers=trusted, judge=judge,
+                                policy=SignaturePolicy(), requester=requester)  # fmt: skip
+    return lock

@@ -33,7 +33,9 @@ from huggingface_hub import hf_hub_url
 
 from kernel_deps.core import jsondoc
 from kernel_deps.core.errors import (
+    HubAuthError,
     HubError,
+    HubUnavailableError,
     OfflineError,
     PathNotFoundError,
     RepoNotFoundError,
@@ -106,6 +108,9 @@ class HubClient:
     ) -> None:
         self.transport = Transport(endpoint, token, retries=retries, backoff=backoff, timeout=timeout, budget=budget)
         self._repo_types: dict[str, str] = {}
+        # Whether this Hub refused a listing of a whole commit asked with the trailing
+        # slash and answered it without: then the slash is not asked again (_root_listing).
+        self._root_without_slash = False
         self._lock = threading.Lock()
 
     @property
@@ -294,10 +299,14 @@ class HubClient:
         url: str | None = self._api_url(repo_id, f"tree/{commit}/{folder}").rstrip("/")
         params: dict | None = {"recursive": str(recursive).lower(), "expand": "false"}
         entries: list[dict] = []
+        first = True
         try:
             while url:
-                resp = self.transport.get(url, RequestSubject(repo_id, commit), params=params)
-                params = None  # the next-page URL carries its own query
+                if first and not folder:
+                    resp = self._root_listing(url, RequestSubject(repo_id, commit), params)
+                else:
+                    resp = self.transport.get(url, RequestSubject(repo_id, commit), params=params)
+                params, first = None, False  # the next-page URL carries its own query
                 try:
                     items = jsondoc.loads(resp.content)
                 except jsondoc.JSONDocumentError as exc:
@@ -315,6 +324,25 @@ class HubClient:
             self._list_tree(repo_id, commit, "", recursive=False)
             raise PathNotFoundError(repo_id, commit, folder) from None
         return entries
+
+    def _root_listing(self, url: str, subject: RequestSubject, params: dict | None) -> httpx2.Response:
+        """The first page of the listing of a whole commit, ``url`` being ``.../tree/<commit>``.
+
+        Asked as ``tree/<commit>/``, which the Hub answers as it answers ``tree/<commit>``;
+        olah answers the form without the slash only with a redirect to this one, a request
+        more per commit. A server that refuses the slash (404, or another error that is
+        neither a refusal of access nor a fault worth retrying) is asked once without it,
+        and once that form has answered, only without it for the rest of the run."""
+        if not self._root_without_slash:
+            try:
+                return self.transport.get(url + "/", subject, params=params)
+            except (OfflineError, HubAuthError, HubUnavailableError):
+                raise
+            except HubError:
+                pass  # refused: perhaps only this form; the plain one decides
+        resp = self.transport.get(url, subject, params=params)
+        self._root_without_slash = True
+        return resp
 
     def _api_url(self, repo_id: str, tail: str) -> str:
         """``<endpoint>/api/<kernels|models>/<repo_id>/<tail>`` for the repo's type."""

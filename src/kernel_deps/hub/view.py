@@ -5,9 +5,10 @@ resolver asks, each candidate commit is listed once, and each distinct ``metadat
 (by the content hash its listing gives) is read once, however many variants or commits
 share it. Work for independent repos runs concurrently: when a candidate's dependencies
 become known, their refs and the dependencies of their most likely pick are fetched in
-background threads, up to ``settings.HUB_RESOLVE_WORKERS`` requests in flight, so
-resolving N kernels costs about as many round trips as resolving one. A background
-failure is kept and raised only if the resolver asks for that answer.
+background threads (``settings.HUB_RESOLVE_WORKERS`` of them, and twice as many for the
+requests they wait on), so resolving N kernels costs about as many round trips as
+resolving one. A background failure is kept and raised only if the resolver asks for
+that answer.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ from kernel_deps.core.variants import is_valid_variant_name
 from kernel_deps.hub.client import MAX_SMALL_FILE_BYTES, CommitListing, HubClient, PublisherTrust, RepoRefs, TreeFile
 
 T = TypeVar("T")
+
+# Hub call threads per prefetch thread (KernelIndex): with settings.HUB_RESOLVE_WORKERS
+# prefetch threads, the prefetch and the calls keep at most three times that many requests
+# in flight, within the 100 connections of huggingface_hub's HTTP client.
+CALLS_PER_PREFETCH = 2
 
 # How many redirects in a row are followed (A -> B -> C is two); the Hugging Face library
 # follows one, and a longer chain than this is refused rather than walked.
@@ -85,9 +91,13 @@ class KernelIndex:
     ) -> None:
         self.hub = hub
         # Prefetch tasks may wait on Hub calls; Hub calls never wait on anything. Two pools
-        # keep a full prefetch pool from starving the calls it waits for.
+        # keep a full prefetch pool from starving the calls it waits for. The calls get
+        # twice the threads: each prefetch task waits on the reads of every build of its
+        # commit (three for the sample kernels), so with as many threads as tasks the reads
+        # of 20 kernels went in two waves, the second after the first one's round trip.
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kernel-deps-prefetch")
-        self._calls = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kernel-deps-hub")
+        calls = CALLS_PER_PREFETCH * max_workers
+        self._calls = ThreadPoolExecutor(max_workers=calls, thread_name_prefix="kernel-deps-hub")
         self._memo: dict[tuple, _Once] = {}
         self._lock = threading.Lock()
         # Every repo found to redirect during this run, with each redirect met from it on,
@@ -183,11 +193,12 @@ class KernelIndex:
             if bundles and self.on_signed is not None:
                 self._signed_once()
             # Every file read at once; variants whose metadata.json is the same content share one read.
-            metadata = list(self._calls.map(lambda item: self._metadata_of(repo_id, commit, item[1]), listed))
+            reads = self._calls.map(lambda item: self._metadata_of(repo_id, commit, item[1]), listed)
             # Each variant's signature bundle, which locking verifies, read in the background
-            # (on the prefetch threads: the resolution's own requests go first).
+            # in the same wave (queued after this commit's metadata.json reads).
             for entry in bundles:
-                self._pool.submit(self._quietly, lambda e: self.small_file(repo_id, commit, e), entry)
+                self._calls.submit(self._quietly, lambda e: self.small_file(repo_id, commit, e), entry)
+            metadata = list(reads)
             found: dict[tuple, KernelRequirement] = {}
             for (variant, _), meta in zip(listed, metadata):
                 source = f"{repo_id}@{commit[:12]} build/{variant}/metadata.json"
@@ -307,12 +318,25 @@ class KernelIndex:
 
     # -- speculation ------------------------------------------------------------------
 
-    def prefetch(self, requirements: Iterable[KernelRequirement], pick: Callable[[KernelRequirement], str | None]) -> None:
+    def prefetch(
+        self,
+        requirements: Iterable[KernelRequirement],
+        pick: Callable[[KernelRequirement], str | None],
+        *,
+        unless_redirected: bool = False,
+    ) -> None:
         """In the background: list refs for each requirement, then fetch the dependencies
-        of the commit ``pick`` would choose for it, and so on down the graph."""
+        of the commit ``pick`` would choose for it, and so on down the graph.
+
+        With ``unless_redirected`` (requirements whose redirects are being followed at the
+        same time, :meth:`follow_redirects`), a repo not ``held`` is first asked whether it
+        redirects, which following its redirects asks anyway, and one that does is left to
+        the prefetch of where it leads: its own builds are never read."""
 
         def warm(req: KernelRequirement) -> None:
             self.refs(req.repo_id)
+            if unless_redirected and req.repo_id not in self.held and self.redirect(req.repo_id) is not None:
+                return
             commit = pick(req)
             if commit is not None:
                 # Follow the likely picks down the graph, so deep chains warm up too.

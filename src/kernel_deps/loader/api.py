@@ -54,6 +54,7 @@ from kernel_deps.lock.read import parse_lock, read_lock
 
 if TYPE_CHECKING:
     from kernel_deps.core.spec import KernelRequirement
+    from kernel_deps.hub.view import KernelIndex
 
 _OWN_PACKAGE = __name__.split(".")[0]
 
@@ -293,11 +294,10 @@ def _resolve_unlocked(
 ) -> tuple[Lockfile, "KernelRequirement"]:
     """A one-kernel lock (its dependencies included) for ``version`` or ``revision``, from
     the Hub; every kernel of it trusted as ``trust_remote_code`` says, else UntrustedPublisherError."""
-    from kernel_deps.commands.lock import build_lockfile
+    from kernel_deps.commands.lock import resolve_in_memory
     from kernel_deps.core.spec import InvalidEntry, requirement_from_value
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.hub.view import KernelIndex
-    from kernel_deps.resolve.resolver import Requester, resolve
+    from kernel_deps.resolve.resolver import Requester
 
     expected = (
         "pass exactly one of version= (a major, e.g. version=1, or a range such as '>=1.2,<2') "
@@ -325,22 +325,20 @@ def _resolve_unlocked(
         f"pass another version= or revision= to {function}()",
         f"pass a narrower version= or a revision= to {function}()",
     )
-    hub = HubClient()
     # The Hub is asked about each publisher the argument does not allow, while resolving.
     allowed = None if trust_remote_code is True else tuple(trust_remote_code or ())
-    with hub.operation(), KernelIndex(hub, publishers=allowed) as index:  # resolving has one time budget
-        resolution = resolve([requirement], index, requester=requester)
-        lock = build_lockfile(resolution, [requirement], index)
+
+    def judge(lock: Lockfile, index: KernelIndex) -> Lockfile:
         if allowed is not None:
             _check_publishers(lock, allowed, index, function)
-        if signature_policy is not None:
-            from kernel_deps.lock.signatures import sign_lock
+        return lock
 
-            lock = sign_lock(lock, signature_policy, index)
+    lock, _ = resolve_in_memory(HubClient(), [requirement], publishers=allowed, judge=judge, policy=signature_policy,
+                                requester=requester)  # fmt: skip
     return lock, requirement
 
 
-def _check_publishers(lock: Lockfile, allowed: tuple[str, ...], index: "KernelIndex", function: str) -> None:
+def _check_publishers(lock: Lockfile, allowed: tuple[str, ...], index: KernelIndex, function: str) -> None:
     """As the Hugging Face library: each kernel's repo id in ``allowed``, or its publisher
     trusted by the Hub; else UntrustedPublisherError naming the first other one."""
     from kernel_deps.core.errors import UntrustedPublisherError

@@ -323,18 +323,24 @@ def resolve(
     max_rounds: int = 2000,
     requester: Requester = PROJECT,
     signed: Callable[[str, str], str | None] | None = None,
+    provider: KernelProvider | None = None,
 ) -> Resolution:
     """Pin every requirement and its transitive kernel dependencies to a commit; with
     ``targets``, only to commits whose variants serve every target and, given ``signed``
     ((repo id, commit) -> why its builds are not signed as the project requires, or None),
-    whose builds are signed as it requires."""
-    provider = KernelProvider(index, pins or {}, targets, signed)
+    whose builds are signed as it requires.
+
+    ``provider``, made with those pins, targets and ``signed`` (which are then not given
+    again), is one whose :meth:`KernelProvider.likely_pick` a caller already prefetches
+    with (:func:`kernel_deps.commands.lock.resolve_in_memory`, while redirects are
+    followed); its judgements are kept."""
+    provider = provider or KernelProvider(index, pins or {}, targets, signed)
     index.prefetch(requirements, provider.likely_pick)
     while True:
         try:
             state = Search(provider, BaseReporter()).resolve(requirements, max_rounds=max_rounds)
         except ResolutionImpossible as exc:
-            unserved = explain_unserved_targets(exc.causes, provider) if targets else None
+            unserved = explain_unserved_targets(exc.causes, provider) if provider.targets else None
             if unserved is not None:
                 raise unserved from None
             unsigned = explain_unsigned(exc.causes, provider)
