@@ -4,9 +4,10 @@ This module is the command group; the commands themselves are defined in the mod
 :mod:`kernel_deps.cli_commands`, whose click decorators build every option of a
 command, and a command's module is imported only when that command runs or its own
 help is asked for. ``kernels --help`` lists them from :data:`COMMAND_TABLE` (click's
-documented pattern of lazily loaded subcommands), which names each command's module. At module level this imports only click, ``kernel_deps``
-(``__version__``), :mod:`kernel_deps.cli_common` and :mod:`kernel_deps.interrupt`: the
-error classes and the Hugging Face CLI's reader are imported where they are used.
+documented pattern of lazily loaded subcommands), which names each command's module. At
+module level this imports only click, ``kernel_deps`` (``__version__``),
+:mod:`kernel_deps.cli_common` and :mod:`kernel_deps.interrupt`: the error classes and the
+Hugging Face CLI's reader are imported where they are used.
 """
 
 from __future__ import annotations

@@ -287,7 +287,7 @@ class LockedKernel(Record):
     ) -> None:  # fmt: skip
         self._init(repo_id, sha, variants, version, requirement, dependencies, kernel_depends, redirected_from,
                    trusted_by, signatures)  # fmt: skip
-        self.__post_init__()
+        self.__post_init__()  # each value checked, and normalized in place
 
     def __post_init__(self) -> None:
         if reason := repo_id_problem(self.repo_id):
@@ -418,6 +418,7 @@ def _checked_kernel_depends(asks: Any, dependencies: tuple[str, ...]) -> Mapping
     return _FrozenMap(sorted(checked.items()))
 
 
+@replaceable  # a dataclass as before, of one field
 class Lockfile(Record):
     """A whole lock: one entry per kernel, sorted by repo id, closed under dependencies.
 
@@ -425,6 +426,7 @@ class Lockfile(Record):
     id and by the ids redirecting to it) follows from them."""
 
     __slots__ = ("kernels", "_index")
+    kernels: tuple[LockedKernel, ...]
 
     def __init__(self, *, kernels: tuple[LockedKernel, ...]) -> None:
         # Positions in messages are those of ``kernels`` as given: a file's entries, in order.
