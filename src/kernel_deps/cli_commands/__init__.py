@@ -144,14 +144,9 @@ def _download_progress(quiet: bool, lines: bool = True):
     return Bar() if sys.stderr.isatty() else Lines()
 
 
-def _defined() -> dict[str, click.Command]:
-    """Every command by its name, each module of :data:`kernel_deps.cli.COMMAND_TABLE` imported."""
-    from kernel_deps.cli import COMMAND_TABLE, command_from_table
-
-    return {name: command_from_table(name) for name in COMMAND_TABLE}
-
-
 def __getattr__(name: str):
-    if name == "COMMANDS":  # every command by its name, as kernel_deps.cli.main finds them
-        return _defined()
+    if name == "COMMANDS":  # every command by its name, each module of the table imported
+        from kernel_deps.cli import main
+
+        return main.commands
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
