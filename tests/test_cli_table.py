@@ -1,10 +1,10 @@
 """``kernels --help`` lists the commands from :data:`kernel_deps.cli.COMMAND_TABLE` without
-defining them: the table says what the command objects say, and the listing is byte for
-byte click's own listing of the objects, at any terminal width.
+defining them: the table says what the command objects say and where each is defined, and
+the listing is byte for byte click's own listing of the objects, at any terminal width.
 
 The help runs as real processes: a fresh ``kernels --help`` has defined no command, and one
-that imported ``kernel_deps.cli_commands`` first is the eager group, click listing the
-command objects themselves.
+that defined every command first (``kernel_deps.cli_commands.COMMANDS``) is the eager
+group, click listing the command objects themselves.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ BIN = Path(KERNELS).parent
 
 def test_the_table_says_what_the_commands_say() -> None:
     assert list(COMMAND_TABLE) == sorted(COMMANDS) == main.list_commands(click.Context(main))
-    for name, (text, hidden) in COMMAND_TABLE.items():
+    for name, (_, text, hidden) in COMMAND_TABLE.items():
         command = COMMANDS[name]
         assert (command.name, command.hidden) == (name, hidden)
         assert main.get_command(click.Context(main), name) is command
@@ -38,16 +38,33 @@ def test_the_table_says_what_the_commands_say() -> None:
             assert stand_in.get_short_help_str(limit) == command.get_short_help_str(limit), (name, limit)
 
 
+def test_each_module_defines_the_commands_the_table_places_in_it() -> None:
+    # Every module of kernel_deps.cli_commands defines exactly the table's commands for it
+    # (a group's subcommands are its own), and no command lives in two modules.
+    package = Path(__import__("kernel_deps.cli_commands").cli_commands.__file__).parent
+    modules = sorted(path.stem for path in package.glob("*.py") if path.stem != "__init__")
+    assert modules == sorted({module for module, _, _ in COMMAND_TABLE.values()})
+    for module in modules:
+        namespace = vars(__import__(f"kernel_deps.cli_commands.{module}", fromlist=["_"]))
+        defined = [value for value in namespace.values() if isinstance(value, click.Command)]
+        below = {id(sub) for group in defined if isinstance(group, click.Group) for sub in group.commands.values()}
+        names = sorted(command.name for command in defined if id(command) not in below)
+        assert names == sorted(name for name, (where, _, _) in COMMAND_TABLE.items() if where == module), module
+
+
 def help_output(script: str, columns: str | None, *, eager: bool) -> tuple[bytes, str]:
     """``script --help`` in a fresh process: its stdout, and whether it defined the commands."""
     entry = "main" if script == "kernels" else "main_kernel_deps"
     code = (
         "import sys\n"
-        + ("import kernel_deps.cli_commands\n" if eager else "")
+        + ("from kernel_deps.cli_commands import COMMANDS\n" if eager else "")
         + f"sys.argv[0] = {str(BIN / script)!r}\n"
         f"from kernel_deps.entry import {entry}\n"
+        "from kernel_deps.cli import COMMAND_TABLE\n"
+        "modules = {f'kernel_deps.cli_commands.{m}' for m, _, _ in COMMAND_TABLE.values()}\n"
         f"try:\n    {entry}()\n"
-        "finally:\n    sys.stderr.write('defined' if 'kernel_deps.cli_commands' in sys.modules else 'listed')\n"
+        "finally:\n    sys.stderr.write('defined' if modules <= set(sys.modules) else\n"
+        "                     'listed' if 'kernel_deps.cli_commands' not in sys.modules else 'some')\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     if columns is not None:

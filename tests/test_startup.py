@@ -43,12 +43,18 @@ def test_help_imports_only_what_it_uses() -> None:
     assert not modules & set(HELP_DOES_NOT_USE)
 
 
+def definitions(modules: set[str]) -> set[str]:
+    """The modules of command definitions (kernel_deps.cli_commands.*) among ``modules``."""
+    return {name.rpartition(".")[2] for name in modules if name.startswith("kernel_deps.cli_commands.")}
+
+
 def test_a_commands_help_measures_the_terminal_without_shutil() -> None:
-    # `kernels lock --help` defines the commands; its width is still measured without shutil.
+    # `kernels lock --help` defines lock (with add and remove, beside it) and no other
+    # command; its width is still measured without shutil.
     narrow, modules = imported_modules("lock", "--help", env_extra={"COLUMNS": "60"})
     wide, _ = imported_modules("lock", "--help", env_extra={"COLUMNS": "200"})
     assert narrow.returncode == wide.returncode == 0, narrow.stderr[-2000:]
-    assert "kernel_deps.cli_commands" in modules and "shutil" not in modules
+    assert definitions(modules) == {"lock"} and "shutil" not in modules
     assert max(map(len, narrow.stdout.splitlines())) <= 58 < max(map(len, wide.stdout.splitlines())) <= 78
 
 
@@ -70,6 +76,8 @@ def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path
     assert "1 cached variants verified" in result.stdout
     assert "kernel_deps.core.system" in modules
     assert not top_level(modules) & set(HEAVY)
+    # A command run defines itself alone, not the other commands' options.
+    assert definitions(modules) == {"verify"}
     # A verify writes nothing, so it does not import what naming a temp file takes, and it
     # reads pyproject.toml with the standard library's tomllib, not the editing parser.
     assert "secrets" not in modules
@@ -80,8 +88,21 @@ def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path
     assert not modules & set(VERIFY_DOES_NOT_USE)
 
 
-# What an offline verify of small cached kernels, none with a digest, does not import.
-VERIFY_DOES_NOT_USE = ("concurrent.futures", "concurrent.futures.thread", "base64")
+# What an offline verify of small cached kernels, none with a digest, does not import; nor
+# the readers of other tools' lock formats, for a lock of kernel-deps' own.
+VERIFY_DOES_NOT_USE = ("concurrent.futures", "concurrent.futures.thread", "base64", "kernel_deps.lock.formats")
+
+
+def test_a_warm_download_defines_only_download(tmp_path: Path) -> None:
+    env = {"KERNELS_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    project = write_cached_project(tmp_path / "app", tmp_path / "cache")
+    result, modules = imported_modules("download", str(project), env_extra=env)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    assert "1 variants present and verified (0 downloaded" in result.stdout
+    assert definitions(modules) == {"download"}
+    assert not top_level(modules) & set(HEAVY)
+    # No target to read and no signer recorded: pyproject.toml is not read, nor parsed.
+    assert not modules & {"kernel_deps.project.pyproject", "tomllib", "kernel_deps.lock.formats"}
 
 
 def test_a_lock_of_major_branches_is_verified_without_packaging(tmp_path: Path) -> None:
@@ -133,14 +154,57 @@ def test_patterns_only_some_commands_use_are_not_compiled_at_import() -> None:
     # Reading torch's files for its C++ ABI (verify --require-cached, download, the loader)
     # and parsing `kernels add`'s argument compile their patterns when they run, not when
     # `kernels verify` or `--help` starts; so do a revision's rule, a message's line breaks,
-    # a version tag's, a wheel's file names and an installed wheel's record hashes.
+    # a version tag's, a wheel's file names, an installed wheel's record hashes and the
+    # credentials of a URL in a message.
     code = (
         "import re, sys\ncompiled = []\noriginal = re.compile\n"
         "re.compile = lambda pattern, flags=0: compiled.append(str(pattern)) or original(pattern, flags)\n"
         "import kernel_deps.cli, kernel_deps.commands.verify, kernel_deps.cache.installed\n"
         "wanted = ('compiled_with_cxx11_abi', 'GLIBCXX', '?P<spec>', '@\\\\{', '\\\\u2028', 'preview', 'cpython-3',\n"
-        "          'dylib', '{40}|')\n"
+        "          'dylib', '{40}|', '+.-]*://)')\n"
         "print('\\n'.join(p for p in compiled if any(w in p for w in wanted)))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
+
+
+def test_verify_and_download_write_no_dataclass_method() -> None:
+    # A dataclass writes and runs its methods' source when its class is made; the records an
+    # offline verify and a warm download import are plain records, those copied with
+    # dataclasses.replace declared dataclasses without a method written.
+    code = (
+        "import dataclasses\nmade = []\noriginal = dataclasses.dataclass\n"
+        "def spy(cls=None, /, **kw):\n"
+        "    writes = kw.get('init', True) or kw.get('repr', True) or kw.get('eq', True)\n"
+        "    def wrap(c):\n"
+        "        made.extend([c.__qualname__] if writes else [])\n"
+        "        return original(**kw)(c)\n"
+        "    return wrap if cls is None else wrap(cls)\n"
+        "dataclasses.dataclass = spy\n"
+        "import kernel_deps.cli, kernel_deps.commands.verify, kernel_deps.commands.download\n"
+        "import kernel_deps.lock.signatures, kernel_deps.cache.installed\n"
+        "print(' '.join(sorted(made)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == []
+
+
+def test_a_command_line_leaves_its_objects_to_the_exit_and_a_library_call_does_not() -> None:
+    # The console script's process ends once its command has: its collector runs less often
+    # meanwhile, and what it made is frozen out of it, so the interpreter's last collection
+    # does not walk it all. A caller running the group in its own process (click's test
+    # runner) keeps its collector as it was.
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: sys.stderr.write(f'frozen={gc.get_freeze_count() > 0} {gc.get_threshold()[0]}'))\n"
+        "from click.testing import CliRunner\nfrom kernel_deps.cli import main\n"
+        "before = gc.get_threshold()\n"
+        "result = CliRunner().invoke(main, ['--version'])\n"
+        "assert result.exit_code == 0 and 'kernel-deps' in result.output, result.output\n"
+        "assert gc.get_freeze_count() == 0 and gc.get_threshold() == before\n"
+        "sys.argv = ['kernels', *sys.argv[1:]]\nfrom kernel_deps.entry import main as command\ncommand()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code, "--version"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("kernel-deps ")
+    assert result.stderr.endswith("frozen=True 10000")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import stat
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
@@ -40,7 +40,7 @@ from kernel_deps.core.errors import (
 )
 from kernel_deps.core.filelocks import acquire_within
 from kernel_deps.core.hashing import is_hashed_path, variant_hash
-from kernel_deps.core.records import Record
+from kernel_deps.core.records import Record, replaceable
 from kernel_deps.core.settings import (
     BUDGET_ENV,
     BUILD_DIR,
@@ -97,18 +97,29 @@ class VariantOutcome(Record):
 SCHEMA_VERSION = 1  # of docs/schemas/download.schema.json; see docs/ci.md
 
 
-@dataclass(frozen=True, slots=True)
-class DownloadReport:
+@replaceable  # to-wheel and sync build on one
+class DownloadReport(Record):
     """What a download run did: every variant it made present, and what it fetched."""
 
-    already_cached: list[VariantTask] = field(default_factory=list)
-    fetched: list[VariantTask] = field(default_factory=list)
-    files_fetched: int = 0
-    bytes_fetched: int = 0
-    cache_root: Path | None = None
-    outcomes: list[VariantOutcome] = field(default_factory=list)  # every variant, in lock order
-    lockfile: Path | None = None  # the lock downloaded from (None: a Lockfile given in memory)
-    into: SubsetReport | None = None  # --into: the variants placed in a folder of their own
+    __slots__ = (
+        "already_cached", "fetched", "files_fetched", "bytes_fetched", "cache_root", "outcomes", "lockfile", "into",
+    )  # fmt: skip
+    already_cached: list[VariantTask]
+    fetched: list[VariantTask]
+    files_fetched: int
+    bytes_fetched: int
+    cache_root: Path | None
+    outcomes: list[VariantOutcome]  # every variant, in lock order
+    lockfile: Path | None  # the lock downloaded from (None: a Lockfile given in memory)
+    into: SubsetReport | None  # --into: the variants placed in a folder of their own
+
+    def __init__(
+        self, already_cached: list[VariantTask] | None = None, fetched: list[VariantTask] | None = None,
+        files_fetched: int = 0, bytes_fetched: int = 0, cache_root: Path | None = None,
+        outcomes: list[VariantOutcome] | None = None, lockfile: Path | None = None, into: SubsetReport | None = None,
+    ) -> None:  # fmt: skip
+        self._init([] if already_cached is None else already_cached, [] if fetched is None else fetched,
+                   files_fetched, bytes_fetched, cache_root, [] if outcomes is None else outcomes, lockfile, into)  # fmt: skip
 
     def wanted(self) -> list[WantedVariant]:
         """Every variant the run made present, as ``--into`` places them."""
@@ -498,11 +509,14 @@ def download_project(
     (or every target pyproject.toml declares, ``all_targets``); with ``into``, then place
     exactly those variants in that folder (:func:`kernel_deps.cache.subset.place_subset`)."""
     from kernel_deps.lock.read import read_lock
-    from kernel_deps.project.pyproject import read_targets
 
     if all_variants and (variants or targets or all_targets):
         raise UsageError("--all-variants downloads every variant; drop --variant, --target and --all-targets")
-    declared = read_targets(Path(project_dir)) if all_targets else ()
+    declared = ()
+    if all_targets:  # pyproject.toml is read for its targets only here (or for a signature policy, below)
+        from kernel_deps.project.pyproject import read_targets
+
+        declared = read_targets(Path(project_dir))
     chosen_targets = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     lock = read_lock(Path(project_dir) / LOCK_NAME, purpose="use").lock  # ours or kernels <= 0.16's, never rewritten
     system = None if (all_variants or variants or chosen_targets) else detect_system()

@@ -10,7 +10,6 @@ collected, none is printed: the CLI renders the report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -23,6 +22,7 @@ from kernel_deps.core.errors import (
     UnsafeRepoContentError,
     UsageError,
 )
+from kernel_deps.core.records import Record, replaceable
 from kernel_deps.core.settings import (
     BUILD_DIR,
     HUB_WORKERS,
@@ -90,19 +90,28 @@ LOCAL_KINDS = frozenset({"local-override"})
 SCHEMA_VERSION = 3  # of docs/schemas/verify.schema.json; see docs/ci.md
 
 
-@dataclass(frozen=True)
-class VerifyReport:
+@replaceable  # sync copies one with dataclasses.replace
+class VerifyReport(Record):
     """What verify found: every problem, every notice, every cached variant it recomputed."""
 
+    __slots__ = ("lockfile", "kernels", "problems", "checked", "online", "notices", "wheels", "signers")
     lockfile: Path
     kernels: int
     problems: list[Problem]
     checked: list[cache.VariantCheck]
     online: bool
-    notices: list[Problem] = field(default_factory=list)
-    wheels: list[cache.VariantCheck] = field(default_factory=list)  # installed kernel wheels checked
+    notices: list[Problem]
+    wheels: list[cache.VariantCheck]  # installed kernel wheels checked
     # (repo id, variant) -> who signed it, as the lock records it (and verified again from the cache).
-    signers: dict[tuple[str, str], dict] = field(default_factory=dict)
+    signers: dict[tuple[str, str], dict]
+
+    def __init__(
+        self, lockfile: Path, kernels: int, problems: list[Problem], checked: list[cache.VariantCheck], online: bool,
+        notices: list[Problem] | None = None, wheels: list[cache.VariantCheck] | None = None,
+        signers: dict[tuple[str, str], dict] | None = None,
+    ) -> None:  # fmt: skip
+        self._init(lockfile, kernels, problems, checked, online, [] if notices is None else notices,
+                   [] if wheels is None else wheels, {} if signers is None else signers)  # fmt: skip
 
     @property
     def ok(self) -> bool:

@@ -5,7 +5,9 @@
 module); a :class:`Record` subclass writes its own ``__init__`` and takes the rest from
 here, defined once: equality and hash by value (the fields in ``__slots__`` order), a
 dataclass-like ``repr``, no assignment after ``__init__`` (which sets its fields with
-:meth:`Record._init`), and pickling and copying.
+:meth:`Record._init`), and pickling and copying. Those that callers copy with
+``dataclasses.replace`` are declared dataclasses by :func:`replaceable`, still without a
+method written at import.
 """
 
 from __future__ import annotations
@@ -53,3 +55,28 @@ class Record:
     def to_dict(self) -> dict[str, Any]:
         """The fields by name, in order (as ``dataclasses.asdict`` gives them for plain values)."""
         return {name: getattr(self, name) for name in self.__slots__}
+
+
+def replaceable(cls: type[Record]) -> type[Record]:
+    """``cls``, a :class:`Record` whose annotations name its first ``__slots__`` in order,
+    declared a frozen dataclass for those that copy it with ``dataclasses.replace`` (and
+    ``fields``, ``asdict``): the annotated slots are registered as its fields, and no method is
+    written and run for it, as ``@dataclass(frozen=True)`` would (its ``__init__`` is its own,
+    the rest :class:`Record`'s). Slots after the annotated ones are values ``__init__``
+    computes from the fields (``replace`` computes them again). Assigning a field raises
+    ``dataclasses.FrozenInstanceError``, as a frozen dataclass does."""
+    from dataclasses import FrozenInstanceError, dataclass
+
+    named = tuple(cls.__annotations__)
+    if named != cls.__slots__[: len(named)]:
+        raise TypeError(f"{cls.__name__}: its annotations must name its first __slots__, in order")
+
+    def __setattr__(self: Record, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self: Record, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    cls.__setattr__ = __setattr__  # type: ignore[method-assign]
+    cls.__delattr__ = __delattr__  # type: ignore[method-assign]
+    return dataclass(init=False, repr=False, eq=False)(cls)

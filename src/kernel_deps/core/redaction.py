@@ -31,8 +31,9 @@ ENDPOINT_ENV = "HF_ENDPOINT"
 MIN_SECRET_CHARS = 4
 
 # ``scheme://user-info@`` inside any text: the user-info ends at the first '@' before the
-# host part (a '/', '?', '#' or blank ends the authority without one).
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@]*@")
+# host part (a '/', '?', '#' or blank ends the authority without one). Compiled (through
+# re's cache) by the first message redacted, not by every command that imports the errors.
+_URL_USERINFO = r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@]*@"
 
 
 def _userinfo(url: str) -> str:
@@ -79,7 +80,7 @@ def env_secrets() -> set[str]:
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     """``text`` with the user-info of every URL in it, and every known secret (the
     environment's and ``secrets``), replaced by ``***``."""
-    text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{HIDDEN}@", text)
+    text = re.sub(_URL_USERINFO, lambda m: f"{m['scheme']}{HIDDEN}@", text)
     # Longest first: a secret that contains another is replaced whole.
     for secret in sorted({*env_secrets(), *secrets}, key=len, reverse=True):
         if secret and len(secret) >= MIN_SECRET_CHARS and secret in text:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import datetime
 import json
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
 from kernel_deps.core.errors import InvalidRepoIdError, PyprojectError, UsageError
+from kernel_deps.core.records import Record, replaceable
 
 if TYPE_CHECKING:  # packaging is imported where a range is parsed: a major or a revision needs none of it
     from packaging.specifiers import SpecifierSet
@@ -73,28 +73,31 @@ def publisher_allowance(repo_id: str, publishers: Sequence[str]) -> str | None:
     return org_of(repo_id) if org_of(repo_id) in publishers else None
 
 
-@dataclass(frozen=True, slots=True)
-class KernelRequirement:
+@replaceable  # the Hub's view copies one with dataclasses.replace (a redirect's destination)
+class KernelRequirement(Record):
     """A kernel repo and which of its versions are wanted: exactly one of three forms."""
 
+    __slots__ = ("repo_id", "specifier", "major", "revision", "prereleases", "text")
     repo_id: str
-    specifier: SpecifierSet | None = None
-    major: int | None = None
-    revision: str | None = None
-    prereleases: bool = field(init=False)
-    text: str = field(init=False)
+    specifier: SpecifierSet | None
+    major: int | None
+    revision: str | None
+    # Computed from the form given: whether the range names a pre-release, and the
+    # requirement as pyproject.toml and the lock write it (``prereleases``, ``text``).
 
-    def __post_init__(self) -> None:
-        if [self.specifier, self.major, self.revision].count(None) != 2:
-            raise ValueError(f"{self.repo_id}: give exactly one of specifier, major or revision")
-        if self.specifier is not None and not str(self.specifier):
-            raise ValueError(f"{self.repo_id}: an empty specifier allows every version; give a range")
-        if self.specifier is not None:
-            text, pre = str(self.specifier), bool(self.specifier.prereleases)
+    def __init__(
+        self, repo_id: str, specifier: SpecifierSet | None = None, major: int | None = None,
+        revision: str | None = None,
+    ) -> None:  # fmt: skip
+        if [specifier, major, revision].count(None) != 2:
+            raise ValueError(f"{repo_id}: give exactly one of specifier, major or revision")
+        if specifier is not None and not str(specifier):
+            raise ValueError(f"{repo_id}: an empty specifier allows every version; give a range")
+        if specifier is not None:
+            text, pre = str(specifier), bool(specifier.prereleases)
         else:
-            text, pre = (str(self.major) if self.revision is None else f"revision={self.revision}"), False
-        object.__setattr__(self, "text", text)
-        object.__setattr__(self, "prereleases", pre)
+            text, pre = (str(major) if revision is None else f"revision={revision}"), False
+        self._init(repo_id, specifier, major, revision, pre, text)
 
     def describe(self) -> str:
         """The requirement for messages, e.g. ``org/name 1 (branch v1)``."""

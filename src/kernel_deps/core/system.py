@@ -19,10 +19,11 @@ import platform
 import re
 import sys
 import warnings
-from dataclasses import dataclass
 from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Sequence
+
+from kernel_deps.core.records import Record, replaceable
 
 _BACKEND_LABELS = {
     "cpu": "CPU", "cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU", "metal": "Metal", "cann": "CANN",
@@ -46,8 +47,8 @@ _ABI_FUNCTION = (
 _ABI_FLAG = r"_GLIBCXX_USE_CXX11_ABI=([01])\b"
 
 
-@dataclass(frozen=True, slots=True)
-class SystemInfo:
+@replaceable  # the loader copies one with dataclasses.replace
+class SystemInfo(Record):
     """What a build must match: torch, C++ ABI, compute backend, architecture and os.
 
     ``cxx11`` is None without torch, off linux (torch has no ABI choice there), and for a
@@ -55,13 +56,20 @@ class SystemInfo:
     the macOS major.minor on darwin, None elsewhere or when unknown.
     """
 
+    __slots__ = ("torch_version", "cxx11", "backend", "backend_version", "arch", "os", "macos_version")
     torch_version: tuple[int, int] | None
     cxx11: bool | None
     backend: str
     backend_version: tuple[int, ...] | None
     arch: str
     os: str
-    macos_version: tuple[int, int] | None = None
+    macos_version: tuple[int, int] | None
+
+    def __init__(
+        self, torch_version: tuple[int, int] | None, cxx11: bool | None, backend: str,
+        backend_version: tuple[int, ...] | None, arch: str, os: str, macos_version: tuple[int, int] | None = None,
+    ) -> None:  # fmt: skip
+        self._init(torch_version, cxx11, backend, backend_version, arch, os, macos_version)
 
     def describe(self) -> str:
         """A short human description, e.g. ``torch 2.13, cxx11 ABI, CPU, x86_64-linux``."""

@@ -26,14 +26,13 @@ import json
 import re
 import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernel_deps.core import atomicfile, jsondoc
 from kernel_deps.core.errors import InvalidRepoIdError, LockfileError
 from kernel_deps.core.hashing import HASH_TYPE
-from kernel_deps.core.records import Record
+from kernel_deps.core.records import Record, replaceable
 from kernel_deps.core.settings import LOCK_NAME
 from kernel_deps.core.spec import (
     MAX_MAJOR_DIGITS,
@@ -107,6 +106,9 @@ class _FrozenMap(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return repr(self._data)
+
+
+_NO_SIGNERS: Mapping[str, VariantSigner] = _FrozenMap(())
 
 
 class FieldError(ValueError):
@@ -247,31 +249,45 @@ class VariantSigner(Record):
         return data | {"metadata_sha256": self.metadata_sha256}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LockedKernel:
+@replaceable  # locking copies entries with dataclasses.replace (trust, signers)
+class LockedKernel(Record):
     """One locked kernel: its commit, variant hashes, resolved version, spec and dependencies."""
 
+    __slots__ = (
+        "repo_id", "sha", "variants", "version", "requirement", "dependencies", "kernel_depends", "redirected_from",
+        "trusted_by", "signatures",
+    )  # fmt: skip
     repo_id: str
     sha: str
     variants: Mapping[str, VariantLock]
-    version: str | None = None
-    requirement: str | None = None
-    dependencies: tuple[str, ...] = ()
+    version: str | None
+    requirement: str | None
+    dependencies: tuple[str, ...]
     # What this kernel requires of each of its dependencies (dependency repo id -> the
     # requirement texts its variants' kernel-depends state, the union over variants), so a
     # lock is checked against them offline. None: not recorded (a lock written before
     # kernel-deps recorded them); a kernel without dependencies records nothing, {}.
-    kernel_depends: Mapping[str, tuple[str, ...]] | None = None
+    kernel_depends: Mapping[str, tuple[str, ...]] | None
     # Repo ids pyproject.toml names that redirect here (their kernel-status.toml): this
     # entry is the lock's answer for them too.
-    redirected_from: tuple[str, ...] = ()
+    redirected_from: tuple[str, ...]
     # Why its publisher is trusted: "hub" (the Hub's trustedKernelPublisher flag for its
     # organization) or "pyproject:<entry>" (the [tool.kernels.trust] publishers entry, its
     # organization or its repo id, that allowed it). None: not recorded (an older lock).
-    trusted_by: str | None = None
+    trusted_by: str | None
     # Variant name -> who signed its metadata.json, for each variant that is signed (kept
     # beside ``variants``, which the Hugging Face library up to 0.16 reads strictly).
-    signatures: Mapping[str, VariantSigner] = field(default_factory=dict)
+    signatures: Mapping[str, VariantSigner]
+
+    def __init__(
+        self, *, repo_id: str, sha: str, variants: Mapping[str, VariantLock], version: str | None = None,
+        requirement: str | None = None, dependencies: tuple[str, ...] = (),
+        kernel_depends: Mapping[str, tuple[str, ...]] | None = None, redirected_from: tuple[str, ...] = (),
+        trusted_by: str | None = None, signatures: Mapping[str, VariantSigner] = _NO_SIGNERS,
+    ) -> None:  # fmt: skip
+        self._init(repo_id, sha, variants, version, requirement, dependencies, kernel_depends, redirected_from,
+                   trusted_by, signatures)  # fmt: skip
+        self.__post_init__()  # each value checked, and normalized in place
 
     def __post_init__(self) -> None:
         if reason := repo_id_problem(self.repo_id):
@@ -402,36 +418,47 @@ def _checked_kernel_depends(asks: Any, dependencies: tuple[str, ...]) -> Mapping
     return _FrozenMap(sorted(checked.items()))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Lockfile:
-    """A whole lock: one entry per kernel, sorted by repo id, closed under dependencies."""
+@replaceable  # a dataclass as before, of one field
+class Lockfile(Record):
+    """A whole lock: one entry per kernel, sorted by repo id, closed under dependencies.
 
+    Equal, hashed, shown and pickled by its ``kernels``; ``_index`` (each kernel by its repo
+    id and by the ids redirecting to it) follows from them."""
+
+    __slots__ = ("kernels", "_index")
     kernels: tuple[LockedKernel, ...]
-    _index: Mapping[str, LockedKernel] = field(init=False, repr=False, compare=False, hash=False)
 
-    def __post_init__(self) -> None:
+    def __init__(self, *, kernels: tuple[LockedKernel, ...]) -> None:
         # Positions in messages are those of ``kernels`` as given: a file's entries, in order.
         first: dict[str, int] = {}
-        for i, kernel in enumerate(self.kernels):
+        for i, kernel in enumerate(kernels):
             if kernel.repo_id in first:
                 where = f"'[{first[kernel.repo_id]}].repo_id' and '[{i}].repo_id'"
                 detail = f"duplicate repo_id {kernel.repo_id!r}"
                 raise FieldError(f"[{i}].repo_id", detail, "expected one entry per kernel", where=where)
             first[kernel.repo_id] = i
-        for i, kernel in enumerate(self.kernels):
+        for i, kernel in enumerate(kernels):
             for position, dep in enumerate(kernel.dependencies):
                 if dep not in first:
                     raise MissingEntryError(i, kernel.repo_id, dep, position)
-        for i, kernel in enumerate(self.kernels):
+        for i, kernel in enumerate(kernels):
             for position, source in enumerate(kernel.redirected_from):
                 if source in first:
                     raise RedirectClashError(i, kernel.repo_id, source, position)
                 first[source] = i
-        kernels = tuple(sorted(self.kernels, key=lambda k: k.repo_id))
-        object.__setattr__(self, "kernels", kernels)
+        kernels = tuple(sorted(kernels, key=lambda k: k.repo_id))
         # A repo that redirects is found under its own id too, as the entry of its destination.
         aliases = [(source, k) for k in kernels for source in k.redirected_from]
-        object.__setattr__(self, "_index", _FrozenMap([*((k.repo_id, k) for k in kernels), *aliases]))
+        self._init(kernels, _FrozenMap([*((k.repo_id, k) for k in kernels), *aliases]))
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.kernels,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(kernels={self.kernels!r})"
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.__init__(kernels=state[0])  # type: ignore[misc]
 
     @property
     def repo_ids(self) -> tuple[str, ...]:

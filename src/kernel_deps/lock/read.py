@@ -41,7 +41,6 @@ from typing import Any, Literal, overload
 
 from kernel_deps.core.errors import LockfileError
 from kernel_deps.core.records import Record
-from kernel_deps.lock.formats import from_kernels016, kernels017_named_pins
 from kernel_deps.lock.model import Lockfile, load_entries, parse_entries
 from kernel_deps.project.edit import refuse_pending_edit
 
@@ -143,10 +142,17 @@ def parse_lock(text: str, *, source: str, purpose: Purpose) -> LockRead:
                 f"{source}: written by {WRITTEN_BY[found]}, which records commits but no variant hashes, "
                 "so nothing could be verified against it; run 'kernels lock' to convert it (its pins are kept)"
             )
+        from kernel_deps.lock.formats import kernels017_named_pins  # another tool's reader, for its lock only
+
         named = kernels017_named_pins(data, source)
         pins = {repo_id: LockedPin(commit=commit, version=ref) for repo_id, (commit, ref) in named.items()}
         return LockRead(source=source, format=found, lock=None, pins=MappingProxyType(pins), text=text)
-    lock = from_kernels016(data, source) if found == "kernels-0.16" else parse_entries(data, source)
+    if found == "kernels-0.16":
+        from kernel_deps.lock.formats import from_kernels016
+
+        lock = from_kernels016(data, source)
+    else:
+        lock = parse_entries(data, source)
     pins = {k.repo_id: LockedPin(commit=k.sha, version=k.version) for k in lock.kernels}
     return LockRead(source=source, format=found, lock=lock, pins=MappingProxyType(pins), text=text)
 

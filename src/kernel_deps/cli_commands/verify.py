@@ -1,0 +1,69 @@
+"""``kernels verify``: pyproject.toml, kernels.lock, the cache (and with --online, the Hub) checked."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kernel_deps.cli_common import _colour
+from kernel_deps.cli_commands import _JSON_OPTION, _PROJECT_DIR, _QUIET_OPTION, _echo_json, _quiet, _target_options
+
+
+@click.command()
+@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.option("--online", is_flag=True,
+              help="Also ask the Hub: do the locked commits still exist, do the locked tags and branches still point at them?")
+@click.option("--require-cached", is_flag=True, help="Also fail when this machine's variant of a kernel is not in the cache.")
+@_target_options(
+    "Also fail when the build serving this deployment target is not in the cache (repeatable).",
+    "As --target, for every target [tool.kernels] targets declares.",
+)
+@_JSON_OPTION
+@_QUIET_OPTION
+def verify(
+    project_dir: Path,
+    online: bool,
+    require_cached: bool,
+    targets: tuple[str, ...],
+    all_targets: bool,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Check that pyproject.toml, kernels.lock and the cache agree (no network unless --online)."""
+    from kernel_deps.commands.verify import FILE_KINDS, WHEEL_KINDS, verify_project
+
+    report = verify_project(
+        project_dir, online=online, require_cached=require_cached, targets=targets, all_targets=all_targets
+    )
+    if as_json:
+        _echo_json(report.to_json())
+    else:
+        for notice in () if _quiet() else report.notices:
+            click.echo(f"{_colour('note:', fg='yellow')} {notice.message}")
+        for problem in report.problems:
+            click.echo(problem.message)
+            if problem.expected is not None or problem.got is not None:
+                click.echo(f"    Expected: {problem.expected or '(none)'}")
+                click.echo(f"    Got:      {problem.got or '(none)'}")
+        count = len(report.problems)
+        if _quiet():
+            pass
+        elif count:
+            click.echo(f"{count} problem{'s' if count != 1 else ''} found")
+            if any(p.kind in FILE_KINDS for p in report.problems):
+                click.echo(f"{_colour('hint:', fg='cyan')} the cache differs from kernels.lock; run 'kernels download' to replace what differs")
+            if any(p.kind in WHEEL_KINDS for p in report.problems):
+                hint = _colour("hint:", fg="cyan")
+                click.echo(f"{hint} an installed kernel wheel differs from kernels.lock; reinstall "
+                           "the wheels 'kernels to-wheel' writes from this lock")  # fmt: skip
+        else:
+            hub = "; every locked commit, tag and branch checked on the Hub" if report.online else ""
+            wheels = f", {len(report.wheels)} installed kernel wheels verified" if report.wheels else ""
+            click.echo(
+                f"kernels.lock, pyproject.toml and the cache agree "
+                f"({report.kernels} kernels, {len(report.verified)} cached variants verified{wheels}){hub}"
+            )
+    if not report.ok:
+        sys.exit(1)
