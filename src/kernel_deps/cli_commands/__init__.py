@@ -34,6 +34,12 @@ _QUIET_OPTION = click.option(
 )
 
 
+def _into_option(what: str):
+    """``--into DIR``, as download and sync take it: ``what`` is placed there, verified."""
+    return click.option("--into", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+                        help=f"Also place exactly {what} in DIR, in the Hugging Face cache layout, verified.")  # fmt: skip
+
+
 def _target_options(target_help: str, all_help: str):
     """``--target NAME`` (repeatable) and ``--all-targets``, as download and verify take them."""
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from kernel_deps.cli_commands import (
-    _JSON_OPTION, _PROJECT_DIR, _QUIET_OPTION, _download_progress, _echo_json, _quiet, _target_options,
+    _JSON_OPTION, _PROJECT_DIR, _QUIET_OPTION, _download_progress, _echo_json, _into_option, _quiet,
+    _target_options,
 )  # fmt: skip
 from kernel_deps.core.errors import UsageError
 
@@ -22,8 +23,7 @@ from kernel_deps.core.errors import UsageError
     "Download the build serving this deployment target (repeatable), e.g. torch213-cpu-aarch64-darwin.",
     "Download the builds serving every target [tool.kernels] declares.",
 )
-@click.option("--into", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
-              help="Also place exactly these variants in DIR, in the Hugging Face cache layout, verified.")
+@_into_option("these variants")
 @_JSON_OPTION
 @_QUIET_OPTION
 def download(

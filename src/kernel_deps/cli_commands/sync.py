@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from kernel_deps.cli_commands import (
-    _JSON_OPTION, _PROJECT_DIR, _QUIET_OPTION, _download_progress, _echo_json, _notice, _quiet, _render_lock,
-    _target_options,
+    _JSON_OPTION, _PROJECT_DIR, _QUIET_OPTION, _download_progress, _echo_json, _into_option, _notice, _quiet,
+    _render_lock, _target_options,
 )  # fmt: skip
 from kernel_deps.render import change_line
 
@@ -23,8 +23,7 @@ from kernel_deps.render import change_line
     "Download and verify the build serving this deployment target (repeatable), instead of this machine's.",
     "As --target, for every target [tool.kernels] declares.",
 )
-@click.option("--into", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
-              help="Also place exactly the locked variants in DIR, in the Hugging Face cache layout, verified.")
+@_into_option("the locked variants")
 @_JSON_OPTION
 @_QUIET_OPTION
 def sync(
