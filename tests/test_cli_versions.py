@@ -84,3 +84,42 @@ def test_versions_offline_is_refused_clearly(hub_env) -> None:
     assert result.stderr.strip() == (
         "error: kernels-test/activation: HF_HUB_OFFLINE is set, but this needs the Hub; unset it to go online"
     )
+
+
+def test_a_branch_named_v_and_non_ascii_digits_is_not_a_version_and_no_traceback(hub_env, tmp_path) -> None:
+    # A hostile or careless repo: a branch "v١" (ARABIC-INDIC DIGIT ONE) is `v` and a digit to
+    # a pattern's \d, but names no version packaging can parse.
+    from tests.fixtures.builder import KernelRepo, Release
+    from tests.fixtures.projects import write_project
+
+    repo_id = "kernels-test/unicode-branch"
+    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"), Release("1.1.0"))))
+    built.git("branch", "v\u0661", built.commits["1.0.0"])
+    listed = run("versions", repo_id, endpoint=hub_env.url)
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()[2:]] == ["v1", "v1.1.0", "v1.0.0"]
+    project = write_project(tmp_path / "app", f'"{repo_id}" = 1')
+    locked = run("lock", str(project), endpoint=hub_env.url)
+    assert locked.returncode == 0, locked.stderr
+    assert built.commits["1.1.0"] in (project / "kernels.lock").read_text()
+
+
+def test_refs_with_numbers_too_long_to_convert_are_not_versions_and_no_traceback(hub_env, proxy, tmp_path) -> None:
+    # A Hub answer no git server would give: a branch and a tag whose numbers have thousands
+    # of digits, more than Python converts to an int.
+    from tests.fixtures.projects import write_project
+
+    repo_id = "kernels-test/activation"
+    built = hub_env.repos[repo_id]
+    real = {"branches": [{"name": "v1", "targetCommit": built.commits["1.2.0"]}], "tags": []}
+    huge = "9" * 5000
+    real["branches"].append({"name": f"v{huge}", "targetCommit": built.commits["1.0.0"]})
+    real["tags"].append({"name": f"v1.{huge}", "targetCommit": built.commits["1.1.0"]})
+    proxy.answer_json = lambda path: (200, real) if path == f"/api/kernels/{repo_id}/refs" else None
+    listed = run("versions", repo_id, endpoint=proxy.url)
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()[2:]] == ["v1"]
+    project = write_project(tmp_path / "app", f'"{repo_id}" = 1')
+    locked = run("lock", str(project), endpoint=proxy.url)
+    assert locked.returncode == 0, locked.stderr
+    assert built.commits["1.2.0"] in (project / "kernels.lock").read_text()

@@ -22,7 +22,10 @@ RefKind = Literal["tag", "branch"]
 # vX.Y or vX.Y.Z, optionally followed by PEP 440 pre/post/dev segments (v2.0.0rc1).
 # Compiled (by re's cache) on first use: a lock of vN branches never needs it.
 _TAG = r"^v(\d+\.\d+(?:\.\d+)?(?:[-._]?(?:a|b|c|rc|alpha|beta|pre|preview|post|dev)\.?\d*)*)$"
-_MAJOR_BRANCH = re.compile(r"^v(\d+)$")
+# ASCII digits only: \d also takes other scripts' digits, which name no version packaging parses.
+_MAJOR_BRANCH = re.compile(r"^v([0-9]+)$")
+# A branch's major longer than this is not a version (far beyond any requirement's).
+MAX_REF_DIGITS = 100
 
 
 class GitRef(Record):
@@ -67,16 +70,25 @@ def parse_version_ref(ref: GitRef) -> KernelVersion | None:
     from packaging.version import InvalidVersion, Version
 
     if ref.kind == "branch":
-        match = _MAJOR_BRANCH.match(ref.name)
-        return KernelVersion(ref, Version(match.group(1))) if match else None
+        major = _branch_major(ref)
+        return KernelVersion(ref, Version(str(major))) if major is not None else None
     match = re.match(_TAG, ref.name)
     if not match:
         return None
     try:
         version = Version(match.group(1))
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a number longer than Python converts
         return None
     return KernelVersion(ref, version)
+
+
+def _branch_major(ref: GitRef) -> int | None:
+    """N of a ``vN`` branch; None for any other ref, and for a number too long to be a
+    major (a ref name is the Hub's answer: Python refuses to convert thousands of digits)."""
+    match = _MAJOR_BRANCH.match(ref.name) if ref.kind == "branch" else None
+    if match is None or len(match.group(1)) > MAX_REF_DIGITS:
+        return None
+    return int(match.group(1))
 
 
 def versions_from_refs(refs: Iterable[GitRef]) -> list[KernelVersion]:
@@ -120,26 +132,11 @@ def satisfies(requirement: KernelRequirement, commit: str, refs: Iterable[GitRef
     if requirement.revision is not None:
         return requirement.revision == commit or any(ref.name == requirement.revision for ref in refs)
     for ref in refs:
-        major = _branch_major(ref)
-        if major is not None:  # a vN branch meets the major N only, as its parsed version would
-            if requirement.major == major:
+        if ref.kind == "branch":  # a vN branch meets the major N only, judged without packaging
+            if requirement.major is not None and _branch_major(ref) == requirement.major:
                 return True
             continue
         version = parse_version_ref(ref)
-        if version is None:
-            continue
-        if version.is_branch:
-            if requirement.major is not None and version.version.major == requirement.major:
-                return True
-        elif requirement.allows(version.version):
+        if version is not None and requirement.allows(version.version):
             return True
     return False
-
-
-def _branch_major(ref: GitRef) -> int | None:
-    """N for a ``vN`` branch whose N is ASCII digits (the major its parsed version gives);
-    None for anything else, which :func:`parse_version_ref` judges."""
-    if ref.kind != "branch" or not ref.name.isascii():
-        return None
-    match = _MAJOR_BRANCH.match(ref.name)
-    return int(match.group(1)) if match else None
