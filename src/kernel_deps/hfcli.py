@@ -13,7 +13,8 @@ What reading the peer takes (``configparser``, ``ast``, ``pathlib``) is imported
 folder's pattern compiled, only once a name that could be its ``.dist-info`` folder is
 seen, so ``--help`` without the peer pays for none of them.
 
-Imports nothing of kernel-deps.
+Imports nothing of kernel-deps but :mod:`kernel_deps.core.records` (no dataclass: its
+record costs ``kernels --help`` no import and no exec).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import os
 import re
 import sys
 from typing import TYPE_CHECKING, NoReturn
+
+from kernel_deps.core.records import Record
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -41,9 +44,8 @@ class PeerCliBroken(Exception):
     """The installed Hugging Face ``kernels`` command cannot be imported (a broken or partial install)."""
 
 
-class PeerCli:
-    """The installed Hugging Face ``kernels`` distribution and its command (immutable; a
-    plain class, since making a dataclass costs ``kernels --help`` its import and an exec)."""
+class PeerCli(Record):
+    """The installed Hugging Face ``kernels`` distribution and its command."""
 
     __slots__ = ("version", "location", "entry_point", "subcommands")
     version: str
@@ -54,23 +56,7 @@ class PeerCli:
     def __init__(
         self, version: str, location: Path, entry_point: str, subcommands: tuple[tuple[str, str], ...]
     ) -> None:
-        for name, value in zip(self.__slots__, (version, location, entry_point, subcommands)):
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not PeerCli:
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
-
-    def __hash__(self) -> int:
-        return hash(tuple(getattr(self, name) for name in self.__slots__))
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"PeerCli({fields})"
+        self._init(version, location, entry_point, subcommands)
 
     def subcommand_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.subcommands)
