@@ -20,6 +20,15 @@ class Record:
 
     __slots__ = ()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # The fields are written twice, as annotations (what readers and type checkers see)
+        # and as __slots__ (what is stored, in _init's order, computed ones last): a class
+        # whose annotations are not the first of its __slots__, in order, is refused when made.
+        super().__init_subclass__(**kwargs)
+        named, stored = tuple(cls.__dict__.get("__annotations__", ())), cls.__dict__.get("__slots__", ())
+        if named != tuple(stored)[: len(named)]:
+            raise TypeError(f"{cls.__qualname__}: its annotations must name its first __slots__, in order")
+
     def _init(self, *values: Any) -> None:
         """Set the fields, in ``__slots__`` order (what a subclass's ``__init__`` calls)."""
         for name, value in zip(self.__slots__, values, strict=True):
@@ -66,10 +75,6 @@ def replaceable(cls: type[Record]) -> type[Record]:
     computes from the fields (``replace`` computes them again). Assigning a field raises
     ``dataclasses.FrozenInstanceError``, as a frozen dataclass does."""
     from dataclasses import FrozenInstanceError, dataclass
-
-    named = tuple(cls.__annotations__)
-    if named != cls.__slots__[: len(named)]:
-        raise TypeError(f"{cls.__name__}: its annotations must name its first __slots__, in order")
 
     def __setattr__(self: Record, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
