@@ -9,12 +9,13 @@ the commands, ``load_kernel`` for the loader, ``lock_for_build`` for the build h
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from kernel_deps import load_kernel
-from kernel_deps.build_hooks import lock_for_build
+from kernel_deps.build_hooks import StaleLockError, lock_for_build
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.commands.verify import verify_project
 from kernel_deps.core.errors import LockfileError, PendingEditError
@@ -95,9 +96,13 @@ def test_a_kernels_016_lock_from_kernels_016_itself_is_named_alike_by_every_cons
         assert found.pins == {repo_id: LockedPin(commit=commit, version=None)} and found.raw == written
     name = WRITTEN_BY["kernels-0.16"]
     assert lock_project(project, write=False).converted_from == name
-    assert [n.message.startswith(f"{path} was written by {name}:") for n in verify_project(project).notices] == [True]
-    (warning,) = lock_for_build(project).warnings
-    assert warning.startswith(f"{path} was written by {name}:")
+    verified = verify_project(project)
+    assert [n.message.startswith(f"{path} was written by {name}:") for n in verified.notices] == [True]
+    # It records no version, so it cannot show that its pin meets `= 1`: every consumer says so.
+    assert [(p.kind, p.repo_id) for p in verified.problems] == [("version-not-recorded", repo_id)]
+    with pytest.raises(StaleLockError, match=f"{repo_id}: kernels.lock \\(written by {re.escape(name)}\\) pins "
+                       f"commit {commit[:12]} but records no version for it"):  # fmt: skip
+        lock_for_build(project)
     refused = run_kernels("export", "--format", "kernels-0.17", str(project))
     assert refused.returncode == 2 and refused.stderr.startswith(f"error: {path}: written by {name}, ")
     assert path.read_bytes() == written  # read by all of them, rewritten by none
@@ -241,3 +246,47 @@ def test_read_lock_problems_are_lockfile_errors(tmp_path: Path) -> None:
     broken.write_text(json.dumps(entries_with(sha="abc")))
     with pytest.raises(LockfileError, match=rf"^{str(broken)}: invalid commit 'abc' in '\[1\].sha'"):
         read_lock(broken, purpose="use")
+
+
+def test_a_pin_pyproject_no_longer_allows_is_named_by_every_consumer_whichever_tool_wrote_the_lock(
+    hub_env, tmp_path: Path
+) -> None:
+    from kernel_deps import get_locked_kernel
+    from kernel_deps.loader.api import StaleLockWarning
+
+    repo_id = "kernels-test/lockread-agree"
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"), Release("2.0.0"))))
+    project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1,<2"\n')
+    assert run_kernels("lock", str(project)).returncode == 0
+    path = project / "kernels.lock"
+    ours = path.read_bytes()
+    formats = {}
+    for name in ("kernels-0.16", "kernels-0.17"):
+        out = tmp_path / f"{name}.lock"
+        assert run_kernels("export", "--format", name, "-o", str(out), str(project)).returncode == 0
+        formats[name] = out.read_bytes()
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('">=1,<2"', '">=2"'))  # the pin v1.0.0 no longer fits
+
+    for name, text in (("kernel-deps", ours), ("kernels-0.16", formats["kernels-0.16"])):
+        path.write_bytes(text)
+        verified = run_kernels("verify", "--json", str(project))
+        assert verified.returncode == 1, (name, verified.stdout)
+        kinds = [(p["kind"], p["repo_id"]) for p in json.loads(verified.stdout)["problems"]]
+        expected = "unsatisfied" if name == "kernel-deps" else "version-not-recorded"
+        assert kinds == [(expected, repo_id)], (name, kinds)
+        # download, to-wheel and the loader use it as it is, but never silently.
+        for args in (("download",), ("to-wheel", "-o", str(tmp_path / f"wheels-{name}"))):
+            result = run_kernels(*args, str(project))
+            assert result.returncode == 0, (name, args, result.stderr)
+            warning = f"warning: {path} does not agree with pyproject.toml for {repo_id}; using it as it is; "
+            assert warning in result.stderr and "run 'kernels lock'" in result.stderr, (name, args, result.stderr)
+        with pytest.warns(StaleLockWarning, match=f"does not agree with pyproject.toml for {repo_id}"):
+            get_locked_kernel(repo_id, lockfile=path)
+        with pytest.raises(StaleLockError, match="does not satisfy '>=2'|cannot show that it satisfies '>=2'"):
+            lock_for_build(project)
+    # kernels 0.17 records the tag each pin was locked under: the build hooks (which carry
+    # it as it is) see that v1.0.0 does not satisfy the new range.
+    path.write_bytes(formats["kernels-0.17"])
+    with pytest.raises(StaleLockError, match=re.escape(f"{repo_id}: the locked v1.0.0 (") + ".* does not satisfy '>=2'"):
+        lock_for_build(project)

@@ -10,6 +10,7 @@ offline under that Sigstore's trusted root, which the project names in
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -480,3 +481,59 @@ def test_to_wheel_of_a_kernel_outside_a_project_verifies_its_signatures_and_dige
     result = run_kernels("to-wheel", f"{unsigned}@v1.0.0", "-o", str(out), "--trust", ORG)
     assert result.returncode == 0, result.stderr
     assert [p.name for p in out.glob("*.whl")] and (out / "requirements.txt").is_file()
+
+
+def test_a_lock_in_another_format_is_held_to_the_signature_policy_by_every_consumer(
+    hub_env, sigstore, tmp_path
+) -> None:
+    from kernel_deps import get_locked_kernel, load_kernel
+    from kernel_deps.build_hooks import StaleLockError, lock_for_build
+    from kernel_deps.core.errors import LockPolicyError
+
+    repo_id = add_signed(hub_env, "sig-formats", sigstore)
+    allowed = {"repository": repo_id, "workflow": WORKFLOW, "ref": MAIN}
+    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n', require=True, identities=[allowed])
+    assert run_kernels("lock", str(project)).returncode == 0
+    # The same pins as kernels 0.16 writes them: no signers (nor versions, nor requirements).
+    exported = tmp_path / "016.lock"
+    assert run_kernels("export", "--format", "kernels-0.16", "-o", str(exported), str(project)).returncode == 0
+    (project / "kernels.lock").write_bytes(exported.read_bytes())
+    before = files_of(project)
+    missing = (f"{repo_id} build {CPU_VARIANT}: [tool.kernels.trust] require-signatures = true, but kernels.lock "
+               "(written by Hugging Face kernels <= 0.16) records no signer for it")  # fmt: skip
+    wheels = tmp_path / "wheels"
+    for args in (("verify",), ("download",), ("download", "--all-variants"), ("sync", "--frozen"),
+                 ("to-wheel", "-o", str(wheels))):  # fmt: skip
+        result = run_kernels(*args, str(project))
+        out = result.stdout + result.stderr
+        assert result.returncode == 1, (args, out)
+        assert "Traceback" not in out and missing in out, (args, out)
+        assert "run 'kernels lock' to convert it" in out and "the signer of each build" in out, (args, out)
+        # Refused before a byte is fetched or written: nothing in the cache, no wheel.
+        assert not list((tmp_path / "hf-cache").glob("*/snapshots/*")), args
+        assert not wheels.exists() and files_of(project) == before, args
+    for load in (load_kernel, get_locked_kernel):
+        with pytest.raises(LockPolicyError, match=re.escape(missing)):
+            load(repo_id, lockfile=project / "kernels.lock")
+    with pytest.raises(StaleLockError, match=re.escape(missing)):
+        lock_for_build(project)
+
+    # The class, not the case: a kernels 0.17 lock (the build hooks carry it as it is) is held
+    # to the policy too, and so is our own format with its signers taken out.
+    kernels017 = run_kernels("export", "--format", "kernels-0.17", str(project))
+    assert kernels017.returncode == 2  # a 0.16 lock cannot be exported to 0.17: relock first
+    assert run_kernels("lock", str(project)).returncode == 0
+    assert run_kernels("export", "--format", "kernels-0.17", "-o", str(exported), str(project)).returncode == 0
+    ours = (project / "kernels.lock").read_text()
+    (project / "kernels.lock").write_bytes(exported.read_bytes())
+    with pytest.raises(StaleLockError, match=re.escape(f"{repo_id}: [tool.kernels.trust] require-signatures = true, "
+                                                       "but kernels.lock (written by Hugging Face kernels 0.17) "
+                                                       "records no signer for its builds")):  # fmt: skip
+        lock_for_build(project)
+    stripped = json.loads(ours)
+    del stripped[0]["signatures"]
+    (project / "kernels.lock").write_text(json.dumps(stripped, indent=2))
+    result = run_kernels("download", str(project))
+    assert result.returncode == 1 and "records no signer for it" in result.stderr, result.stderr
+    with pytest.raises(LockPolicyError, match="records no signer for it"):
+        get_locked_kernel(repo_id, lockfile=project / "kernels.lock")

@@ -83,14 +83,11 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
         return BuildLock()
     allow_stale, why = _allow_stale(kernels_table, pyproject)
 
-    # The offline rules of `kernels lock --check`: no network.
-    from kernel_deps.lock.freshness import check_signatures, check_sync, check_targets, check_trust
+    # The offline rules of `kernels lock --check`, as every consumer judges a lock: no network.
+    from kernel_deps.lock.freshness import judge_lock, rules_from_table
     from kernel_deps.lock.read import read_lock
-    from kernel_deps.project.pyproject import signature_policy_from_table, targets_from_table, trust_from_table
 
-    targets = targets_from_table(kernels_table, text, str(pyproject))
-    publishers = trust_from_table(kernels_table, text, str(pyproject))
-    policy = signature_policy_from_table(kernels_table, text, str(pyproject), project_dir)
+    rules = rules_from_table(text, kernels_table, requirements, project_dir)
 
     path = project_dir / LOCK_NAME
     if not path.is_file() and fallback is not None and fallback.is_file():
@@ -104,20 +101,18 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
             f"run 'kernels lock' in {project_dir} and build again",
         ))  # fmt: skip
     found = read_lock(path, purpose="embed")  # any tool's lock, checked as strictly as that tool reads it
-    text, lock = found.text, found.lock
-    if found.written_by is not None:
-        return BuildLock(text, path, (_foreign_lock_warning(found, path, project_dir),))
-    found_problems = (
-        *check_sync(requirements, lock), *check_targets(targets, lock),
-        *check_trust(publishers, lock), *check_signatures(policy, lock),
-    )  # fmt: skip
+    text = found.text
+    # Judged whichever tool wrote it: a lock in another format is held to the same rules as far
+    # as it can show them, and one that cannot show what the policy asks is refused.
+    found_problems = judge_lock(found, rules)
+    notes = (_foreign_lock_warning(found, path, project_dir),) if found.written_by is not None else ()
     problems = [problem.message for problem in found_problems]
     if not problems:
-        return BuildLock(text, path)
+        return BuildLock(text, path, notes)
     listed = "".join(f"\n  - {problem}" for problem in problems)
     if allow_stale:
         warning = f"{path} is out of date with {pyproject}; embedding it anyway because {why}:{listed}"
-        return BuildLock(text, path, (warning,))
+        return BuildLock(text, path, (*notes, warning))
     raise StaleLockError(
         f"refusing to build: {path} is out of date with {pyproject}, so the wheel would pin the wrong "
         f"kernels:{listed}\nrun 'kernels lock' in {project_dir} and build again; to build with this lock "
@@ -137,12 +132,13 @@ def _foreign_lock_warning(found: LockRead, path: Path, project_dir: Path) -> str
     if found.format == "kernels-0.17":
         return (
             f"{path} was written by {found.written_by}; the wheel carries it as it is, for that library's loader, but "
-            "kernel-deps' loader refuses it (it records no variant hashes) and its sync with pyproject.toml is not "
-            f"checked; run 'kernels lock' in {project_dir} to convert it, keeping its pins"
+            "kernel-deps' loader refuses it (it records no variant hashes), and only its pins are judged against "
+            f"pyproject.toml; run 'kernels lock' in {project_dir} to convert it, keeping its pins"
         )
     return (
-        f"{path} was written by {found.written_by}: it records no versions or requirements, so its sync with "
-        f"pyproject.toml is not checked; run 'kernels lock' in {project_dir} to convert it, keeping its pins"
+        f"{path} was written by {found.written_by}: it records no versions, requirements or signers, so only what "
+        f"it records is judged against pyproject.toml; run 'kernels lock' in {project_dir} to convert it, keeping "
+        "its pins"
     )
 
 

@@ -44,6 +44,8 @@ def download(
         project_dir, all_variants=all_variants, variants=variants, targets=targets, all_targets=all_targets,
         progress=progress, into=into,
     )  # fmt: skip
+    for line in report.warnings:  # on stderr, -q or not: the lock is used though it disagrees with pyproject.toml
+        click.echo(f"warning: {line}", err=True)
     if as_json:
         _echo_json(report.to_json())
     else:
@@ -97,6 +99,8 @@ def to_wheel(
             raise UsageError("--trust is for ORG/NAME@REVISION; a project's publishers are in [tool.kernels.trust]")
         report = wheels_from_project(Path(source), output, all_variants=all_variants, targets=targets,
                                      all_targets=all_targets, progress=progress)  # fmt: skip
+    for line in report.warnings:  # on stderr, -q or not
+        click.echo(f"warning: {line}", err=True)
     if as_json:
         _echo_json(report.to_json())
     elif not _quiet():

@@ -43,6 +43,8 @@ def sync(
         project_dir, locked=locked, frozen=frozen, targets=targets, all_targets=all_targets, into=into,
         progress=_download_progress(_quiet(), lines=not as_json), notice=_notice(),
     )  # fmt: skip
+    for line in report.download.warnings if report.download is not None else ():  # --frozen: said, not refused
+        click.echo(f"warning: {line}", err=True)
     if as_json:
         _echo_json(report.to_json())
     elif report.lock_state == "out-of-date":

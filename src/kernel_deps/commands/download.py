@@ -94,7 +94,7 @@ class VariantOutcome(Record):
         self._init(task, cached, files, size)
 
 
-SCHEMA_VERSION = 1  # of docs/schemas/download.schema.json; see docs/ci.md
+SCHEMA_VERSION = 2  # of docs/schemas/download.schema.json; see docs/ci.md
 
 
 @replaceable  # to-wheel and sync build on one
@@ -103,6 +103,7 @@ class DownloadReport(Record):
 
     __slots__ = (
         "already_cached", "fetched", "files_fetched", "bytes_fetched", "cache_root", "outcomes", "lockfile", "into",
+        "warnings",
     )  # fmt: skip
     already_cached: list[VariantTask]
     fetched: list[VariantTask]
@@ -112,14 +113,17 @@ class DownloadReport(Record):
     outcomes: list[VariantOutcome]  # every variant, in lock order
     lockfile: Path | None  # the lock downloaded from (None: a Lockfile given in memory)
     into: SubsetReport | None  # --into: the variants placed in a folder of their own
+    warnings: list[str]  # the lock used as it is though it no longer agrees with pyproject.toml
 
     def __init__(
         self, already_cached: list[VariantTask] | None = None, fetched: list[VariantTask] | None = None,
         files_fetched: int = 0, bytes_fetched: int = 0, cache_root: Path | None = None,
         outcomes: list[VariantOutcome] | None = None, lockfile: Path | None = None, into: SubsetReport | None = None,
+        warnings: list[str] | None = None,
     ) -> None:  # fmt: skip
         self._init([] if already_cached is None else already_cached, [] if fetched is None else fetched,
-                   files_fetched, bytes_fetched, cache_root, [] if outcomes is None else outcomes, lockfile, into)  # fmt: skip
+                   files_fetched, bytes_fetched, cache_root, [] if outcomes is None else outcomes, lockfile, into,
+                   [] if warnings is None else warnings)  # fmt: skip
 
     def wanted(self) -> list[WantedVariant]:
         """Every variant the run made present, as ``--into`` places them."""
@@ -139,6 +143,7 @@ class DownloadReport(Record):
             "already_cached": len(self.already_cached),
             "files": self.files_fetched,
             "bytes": self.bytes_fetched,
+            "warnings": list(self.warnings),
             "variants": [
                 {
                     "repo_id": o.task.kernel.repo_id,
@@ -512,13 +517,19 @@ def download_project(
 
     if all_variants and (variants or targets or all_targets):
         raise UsageError("--all-variants downloads every variant; drop --variant, --target and --all-targets")
-    declared = ()
-    if all_targets:  # pyproject.toml is read for its targets only here (or for a signature policy, below)
-        from kernel_deps.project.pyproject import read_targets
+    from kernel_deps.lock.freshness import agreement_warning, judge_lock, read_rules, refuse_policy
 
-        declared = read_targets(Path(project_dir))
+    # pyproject.toml read once: its targets, and what it asks of the lock, judged before a byte
+    # is fetched the same way for every lock format (none when the lock was copied alone).
+    lock_file = Path(project_dir) / LOCK_NAME
+    rules = read_rules(Path(project_dir))
+    found = read_lock(lock_file, purpose="use")  # ours or kernels <= 0.16's, never rewritten
+    judged = judge_lock(found, rules)
+    refuse_policy(judged, str(lock_file), "refusing to download")
+    warning = agreement_warning(judged, str(lock_file))  # said, not refused: the lock is used as it is
+    declared = rules.targets if rules is not None else ()
     chosen_targets = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
-    lock = read_lock(Path(project_dir) / LOCK_NAME, purpose="use").lock  # ours or kernels <= 0.16's, never rewritten
+    lock = found.lock
     system = None if (all_variants or variants or chosen_targets) else detect_system()
 
     def variants_for(kernel: LockedKernel) -> list[str]:
@@ -531,11 +542,7 @@ def download_project(
         from kernel_deps.cache.subset import check_folder, place_subset
 
         check_folder(Path(into), cache.cache_root())  # bad input before anything is fetched
-    policy = None
-    if any(kernel.signatures for kernel in lock.kernels):  # a trusted root to verify under
-        from kernel_deps.project.pyproject import read_signature_policy
-
-        policy = read_signature_policy(Path(project_dir))
+    policy = rules.policy if rules is not None else None
     report = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress, policy=policy)
     placed = place_subset(report.wanted(), Path(into), root=report.cache_root) if into is not None else None
-    return replace(report, lockfile=Path(project_dir) / LOCK_NAME, into=placed)
+    return replace(report, lockfile=lock_file, into=placed, warnings=[warning] if warning else [])

@@ -14,7 +14,7 @@ the same bytes. ``requirements.txt`` pins every wheel written by version and SHA
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from kernel_deps.hub.client import HubClient
     from kernel_deps.hub.view import KernelIndex
 
-SCHEMA_VERSION = 1  # of docs/schemas/to-wheel.schema.json; see docs/ci.md
+SCHEMA_VERSION = 2  # of docs/schemas/to-wheel.schema.json; see docs/ci.md
 REQUIREMENTS_NAME = "requirements.txt"
 
 
@@ -95,6 +95,7 @@ class ToWheelReport:
     wheels: tuple[WrittenWheel, ...] = ()
     requirements: tuple[RequirementsFile, ...] = ()
     download: DownloadReport = field(default_factory=DownloadReport)
+    warnings: tuple[str, ...] = ()  # the lock used as it is though it no longer agrees with pyproject.toml
 
     def to_json(self) -> dict:
         """The report as docs/schemas/to-wheel.schema.json describes it."""
@@ -105,6 +106,7 @@ class ToWheelReport:
             "downloaded": len(self.download.fetched),
             "wheels": [wheel.to_json() for wheel in self.wheels],
             "requirements": [requirements.to_json() for requirements in self.requirements],
+            "warnings": list(self.warnings),
         }
 
 
@@ -120,16 +122,21 @@ def wheels_from_project(
 ) -> ToWheelReport:
     """Wheels of what ``<project_dir>/kernels.lock`` pins, into ``output``: this machine's
     variant of each kernel unless told otherwise, as ``kernels download`` chooses them."""
+    from kernel_deps.lock.freshness import agreement_warning, judge_lock, read_rules, refuse_policy
     from kernel_deps.lock.read import read_lock
-    from kernel_deps.project.pyproject import read_targets
 
     _check_choice(all_variants, targets, all_targets)
-    declared = read_targets(Path(project_dir)) if all_targets else ()
-    chosen = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     lock_file = Path(project_dir) / LOCK_NAME
-    lock = read_lock(lock_file, purpose="use").lock
-    return write_wheels(lock, Path(output), source=str(lock_file), all_variants=all_variants, targets=chosen,
-                        hub=hub, progress=progress)  # fmt: skip
+    rules = read_rules(Path(project_dir))  # once: its targets and what it asks of the lock
+    found = read_lock(lock_file, purpose="use")
+    judged = judge_lock(found, rules)  # as download judges it, before anything is fetched or written
+    refuse_policy(judged, str(lock_file), "refusing to write wheels")
+    warning = agreement_warning(judged, str(lock_file))
+    declared = rules.targets if rules is not None else ()
+    chosen = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
+    report = write_wheels(found.lock, Path(output), source=str(lock_file), all_variants=all_variants, targets=chosen,
+                          hub=hub, progress=progress)  # fmt: skip
+    return replace(report, warnings=(warning,)) if warning else report
 
 
 def wheels_from_kernel(

@@ -39,24 +39,17 @@ from kernel_deps.core.targets import Target, serving_variant, targets_from_optio
 from kernel_deps.core.variants import NoMatchingVariantError, select_variant
 from kernel_deps.core.versions import GitRef
 from kernel_deps.lock.freshness import (
+    AGREEMENT_KINDS,
     RELOCK_HINT,
     Problem,
-    check_sync,
-    check_targets,
-    check_signatures,
-    check_trust,
+    judge_lock,
+    rules_from_table,
     unrecorded_requirements,
 )
 from kernel_deps.lock.model import LockedKernel, Lockfile, lock_path
 from kernel_deps.lock.read import read_lock
 from kernel_deps.core.signers import SignaturePolicy
-from kernel_deps.project.pyproject import (
-    project_from_text,
-    read_kernels_source,
-    signature_policy_from_table,
-    targets_from_table,
-    trust_from_table,
-)
+from kernel_deps.project.pyproject import project_from_text, read_kernels_source
 
 if TYPE_CHECKING:  # imported by --online only: an offline verify never loads the Hub client
     from kernel_deps.hub.client import HubClient
@@ -70,8 +63,7 @@ _FILE_MESSAGES = {
     "outside-cache": "{path} links outside the cache (to {got}); the loader refuses it, run 'kernels download' to replace it",
     "hash-mismatch": "the cached files hash to a different value than kernels.lock records",
 }
-SYNC_KINDS = frozenset({"not-locked", "unsatisfied", "requirement-changed", "removed", "orphan", "target-not-served",
-                        "dependency-unsatisfied"})  # fmt: skip
+SYNC_KINDS = AGREEMENT_KINDS
 # The lock's recorded signers against the policy; a cached variant, its files the locked bytes,
 # against its digest and its bundle verified again.
 SIGNED_KINDS = frozenset({"signer-not-allowed", "signature-missing", "digest-mismatch", "signature-invalid"})
@@ -171,8 +163,8 @@ def verify_project(
     text, kernels_table, requirements = read_kernels_source(project_dir)
     if requirements is None:
         project_from_text(text, source=source)  # raises read_project's error for a missing dependencies table
-    declared = targets_from_table(kernels_table, text, source)
-    wanted = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
+    rules = rules_from_table(text, kernels_table, requirements, Path(project_dir))
+    wanted = targets_from_options(targets, all_targets, rules.targets, Path(project_dir) / PYPROJECT_NAME)
     path = lock_path(project_dir)
     found = read_lock(path, purpose="use")
     lock, written_by = found.lock, found.written_by
@@ -183,17 +175,16 @@ def verify_project(
         message = (f"{LOCAL_KERNELS_ENV} is set ({describe_overrides(overrides)}): loads of those kernels use the "
                    f"local builds instead of {path.name}; unset {LOCAL_KERNELS_ENV} to ship")  # fmt: skip
         local_problems.append(Problem("local-override", None, None, None, message))
-    policy = signature_policy_from_table(kernels_table, text, source, Path(project_dir))
+    policy = rules.policy
+    # The one judgement of a lock against its project, whichever tool wrote it.
+    problems = judge_lock(found, rules)
     if written_by is None:
-        problems = check_sync(requirements, lock) + check_trust(trust_from_table(kernels_table, text, source), lock)
-        problems += check_signatures(policy, lock)
         notices += filter(None, [unrecorded_requirements(lock)])  # an older lock: what 'kernels lock' adds
-    else:  # it records no versions or requirements to judge sync by
-        problems = []
-        message = (f"{path} was written by {written_by}: it records no versions or requirements, so its sync with "
-                   "pyproject.toml is not checked; 'kernels lock' converts it, keeping its pins")  # fmt: skip
+    else:
+        message = (f"{path} was written by {written_by}: it records no requirements, no versions and no signers, "
+                   "so only what it records is judged against pyproject.toml; 'kernels lock' converts it, "
+                   "keeping its pins")  # fmt: skip
         notices.append(Problem("foreign-lock", None, None, None, message))
-    problems += check_targets(declared, lock)
     problems = local_problems + problems
     cache_problems, checked = check_cache(lock, cache_root=cache_root)
     problems += cache_problems + check_signed_cache(lock, checked, policy)

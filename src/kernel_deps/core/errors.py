@@ -291,6 +291,15 @@ class UntrustedPublisherError(KernelDepsError):
     """A kernel to be locked comes from a publisher neither the Hub nor the project trusts."""
 
 
+class LockPolicyError(KernelDepsError):
+    """The lock does not show what the project's policy asks (a signer, an allowed publisher);
+    ``problems`` holds each finding."""
+
+    def __init__(self, message: str, problems: tuple = ()) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems)
+
+
 class SignatureError(KernelDepsError):
     """A variant's Sigstore signature is invalid, its signer is not one the project allows, or
     it is unsigned while the project requires signatures; names kernel, variant, expected and found."""

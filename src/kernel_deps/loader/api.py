@@ -66,6 +66,13 @@ class LockSource:
     lock: Lockfile
     origin: str  # "argument", "KERNELS_LOCKFILE", "distribution <name>", "project"
     path: str
+    # The signature policy of the project the lock belongs to (its pyproject.toml beside it);
+    # None for a lock without one there (embedded in a wheel: judged when the wheel was built).
+    policy: SignaturePolicy | None = None
+
+
+class StaleLockWarning(UserWarning):
+    """A lock is loaded from as it is though it no longer agrees with its project's pyproject.toml."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +93,10 @@ class KernelOrigin:
 def find_lock(lockfile: str | os.PathLike[str] | None = None, *, caller: str | None = None) -> LockSource:
     """The lock to enforce, searched in the documented order."""
     if lockfile is not None:
-        return LockSource(read_lock(Path(lockfile), purpose="load").lock, "argument", str(lockfile))
+        return _judged(Path(lockfile), "argument", str(lockfile))
     from_env = os.environ.get("KERNELS_LOCKFILE")
     if from_env:
-        return LockSource(read_lock(Path(from_env), purpose="load").lock, "KERNELS_LOCKFILE", from_env)
+        return _judged(Path(from_env), "KERNELS_LOCKFILE", from_env)
     caller = caller if caller is not None else calling_module()
     embedded = _embedded_lock(caller) if caller else None
     if embedded is not None:
@@ -111,10 +118,48 @@ def _project_lock(start: Path, caller: str | None) -> LockSource:
                 f"run 'kernels lock' in {folder}, or pass lockfile= or set KERNELS_LOCKFILE"
             )
         # One that is no file is named in the error.
-        return LockSource(read_lock(candidate, purpose="load").lock, "project", str(candidate))
+        return _judged(candidate, "project", str(candidate))
     raise LockNotFoundError(
         f"no kernels.lock found{where}: pass lockfile=, set KERNELS_LOCKFILE, or run 'kernels lock' in the project"
     )
+
+
+# (lock path, its stat, pyproject.toml's stat) -> the judged source: judged again only when either changes.
+_judgements: dict[Path, tuple[tuple, LockSource]] = {}
+
+
+def _judged(path: Path, origin: str, shown: str) -> LockSource:
+    """The lock at ``path``, judged against the ``pyproject.toml`` beside it (when there is one)
+    as every command judges a lock (:func:`kernel_deps.lock.freshness.judge_lock`): what the
+    project's policy asks and the lock cannot show is refused (LockPolicyError), a lock that no
+    longer agrees with the requirements is loaded from with a StaleLockWarning."""
+    found = read_lock(path, purpose="load")
+    project_dir = path.parent
+    key = (found.text, _stat_key(project_dir / PYPROJECT_NAME))
+    known = _judgements.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    from kernel_deps.lock.freshness import agreement_warning, judge_lock, read_rules, refuse_policy
+
+    rules = read_rules(project_dir)
+    judged = judge_lock(found, rules)
+    refuse_policy(judged, shown, "refusing to load from it")
+    warning = agreement_warning(judged, shown)
+    if warning is not None:
+        import warnings
+
+        warnings.warn(warning, StaleLockWarning, stacklevel=5)  # once per change of either file
+    source = LockSource(found.lock, origin, shown, rules.policy if rules is not None else None)
+    _judgements[path] = (key, source)
+    return source
+
+
+def _stat_key(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_size)
 
 
 @lru_cache(maxsize=1)
@@ -531,6 +576,7 @@ __all__ = [
     "LockNotFoundError",
     "LockSource",
     "SignaturePolicy",
+    "StaleLockWarning",
     "find_lock",
     "get_kernel",
     "get_local_kernel",

@@ -10,7 +10,8 @@ records them), and is every other entry still needed?
 
 from __future__ import annotations
 
-from typing import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
 from kernel_deps.core.records import Record
 from kernel_deps.core.signers import SignaturePolicy, describe_signer
@@ -19,7 +20,19 @@ from kernel_deps.core.targets import Target, missing_targets
 from kernel_deps.core.versions import locked_ref, parse_version_ref, satisfies
 from kernel_deps.lock.model import LockedKernel, Lockfile, requirement_from_text
 
+if TYPE_CHECKING:
+    from kernel_deps.lock.read import LockRead
+
 RELOCK_HINT = "run 'kernels lock' to update kernels.lock"
+# What converting a lock another tool wrote adds, for messages about what it cannot show.
+CONVERT_HINT = "run 'kernels lock' to convert it: it keeps every pin that still holds and records"
+
+# What the project's policy asks of a lock (who may sign, who may publish): a lock that does
+# not show it is refused by every consumer, ``sync --frozen`` and the loader included.
+POLICY_KINDS = frozenset({"signature-missing", "signer-not-allowed", "trust-removed"})
+# Whether the lock still agrees with pyproject.toml's requirements and targets.
+AGREEMENT_KINDS = frozenset({"not-locked", "unsatisfied", "version-not-recorded", "requirement-changed", "removed",
+                             "orphan", "target-not-served", "dependency-unsatisfied"})  # fmt: skip
 
 
 class Problem(Record):
@@ -39,8 +52,150 @@ class Problem(Record):
         self._init(kind, repo_id, variant, path, message, expected, got)
 
 
-def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile) -> list[Problem]:
-    """The static rule of ``lock --check``: is each requirement locked as written, and nothing else?"""
+class ProjectRules(Record):
+    """What ``pyproject.toml`` asks of a lock, from one read: the requirements, the targets,
+    the publishers it trusts and the signature policy."""
+
+    __slots__ = ("source", "requirements", "targets", "publishers", "policy")
+    source: str  # the pyproject.toml path, as messages name it
+    requirements: tuple[KernelRequirement, ...]
+    targets: tuple[Target, ...]
+    publishers: tuple[str, ...]
+    policy: SignaturePolicy
+
+    def __init__(self, source: str, requirements: Sequence[KernelRequirement], targets: Sequence[Target],
+                 publishers: Sequence[str], policy: SignaturePolicy) -> None:  # fmt: skip
+        self._init(source, tuple(requirements), tuple(targets), tuple(publishers), policy)
+
+
+def rules_from_table(text: str, kernels_table: dict[str, Any] | None,
+                     requirements: Sequence[KernelRequirement] | None, project_dir: Path) -> ProjectRules:  # fmt: skip
+    """The rules of one parse of ``<project_dir>/pyproject.toml`` (``read_kernels_source``'s answer)."""
+    from kernel_deps.project.pyproject import signature_policy_from_table, targets_from_table, trust_from_table
+
+    source = str(Path(project_dir) / "pyproject.toml")
+    return ProjectRules(
+        source, requirements or (), targets_from_table(kernels_table, text, source),
+        trust_from_table(kernels_table, text, source),
+        signature_policy_from_table(kernels_table, text, source, Path(project_dir)),
+    )  # fmt: skip
+
+
+def read_rules(project_dir: Path) -> ProjectRules | None:
+    """The rules ``<project_dir>/pyproject.toml`` sets for its lock; None when the project has
+    no pyproject.toml (a lock copied alone, as into an image): nothing is asked of it then."""
+    from kernel_deps.project.pyproject import read_kernels_source
+
+    text, kernels_table, requirements = read_kernels_source(Path(project_dir), missing_ok=True)
+    if text is None:
+        return None
+    return rules_from_table(text, kernels_table, requirements, Path(project_dir))
+
+
+def judge_lock(found: LockRead, rules: ProjectRules | None) -> list[Problem]:
+    """Every way the lock ``found`` fails what the project asks of it, whichever tool wrote it.
+
+    The one judgement of a lock against its project, for every consumer (``verify``,
+    ``download``, ``sync``, ``to-wheel``, the build hooks, the loader): the agreement with
+    the requirements and targets (:data:`AGREEMENT_KINDS`) and the policy
+    (:data:`POLICY_KINDS`). Each consumer decides what a kind means to it; none skips a
+    kind because of the lock's format. A lock that cannot show what is asked (a pin
+    without its version where a range is asked, no signer recorded where signatures are
+    required) fails, naming the kernel and the missing record; no network.
+    """
+    if rules is None:
+        return []
+    if found.lock is None:  # kernels 0.17: commits and ref names, no variants, signers or hashes
+        return _judge_pins(found, rules)
+    lock, written_by = found.lock, found.written_by
+    problems = check_sync(rules.requirements, lock, written_by=written_by)
+    problems += check_targets(rules.targets, lock)
+    problems += check_trust(rules.publishers, lock)
+    problems += check_signatures(rules.policy, lock, written_by=written_by)
+    return problems
+
+
+def refuse_policy(problems: Sequence[Problem], lock_path: str, doing: str) -> None:
+    """LockPolicyError listing every policy finding of :func:`judge_lock` (none: returns).
+
+    ``doing`` is what the consumer refuses to do, for the message's start
+    (``"refusing to download"``): no consumer acts on a lock its project's policy refuses."""
+    from kernel_deps.core.errors import LockPolicyError
+
+    refused = [p for p in problems if p.kind in POLICY_KINDS]
+    if not refused:
+        return
+    listed = "".join(f"\n  - {p.message}" for p in refused)
+    raise LockPolicyError(
+        f"{doing}: {lock_path} does not show what pyproject.toml's [tool.kernels.trust] asks "
+        f"({len(refused)} {'finding' if len(refused) == 1 else 'findings'}):{listed}",
+        refused,
+    )
+
+
+def agreement_warning(problems: Sequence[Problem], lock_path: str) -> str | None:
+    """One line saying the lock no longer agrees with pyproject.toml, naming each kernel, and
+    what to run; None when it agrees (or nothing was judged)."""
+    stale = [p for p in problems if p.kind in AGREEMENT_KINDS]
+    if not stale:
+        return None
+    named = ", ".join(sorted({p.repo_id or p.got or "?" for p in stale}))
+    return (
+        f"{lock_path} does not agree with pyproject.toml for {named}; using it as it is; run 'kernels lock' "
+        "to update it ('kernels verify' names each finding)"
+    )
+
+
+def _judge_pins(found: LockRead, rules: ProjectRules) -> list[Problem]:
+    """:func:`judge_lock` of a lock that records only commits and the ref each was locked under."""
+    problems: list[Problem] = []
+    for req in rules.requirements:
+        pin = found.pins.get(req.repo_id)
+        if pin is None:
+            message = f"{req.repo_id} is in pyproject.toml ({req.text!r}) but not in kernels.lock"
+            problems.append(_sync("not-locked", req.repo_id, message, None, None))
+            continue
+        recorded = locked_ref(pin.version, pin.commit)
+        if not satisfies(req, pin.commit, (recorded,) if recorded else ()):
+            problems.append(_unsatisfied(req, pin.commit, pin.version, found.written_by))
+    for repo_id in sorted(found.pins) if rules.policy.require else ():
+        problems.append(_unsigned(repo_id, None, found.written_by))
+    return problems
+
+
+def _unsatisfied(req: KernelRequirement, commit: str, version: str | None, written_by: str | None) -> Problem:
+    """A pin that does not meet ``req``, or, with no version recorded, cannot show that it does."""
+    got = f"{version} ({commit[:12]})" if version else f"commit {commit[:12]}"
+    if version or req.revision is not None or written_by is None:
+        message = f"{req.repo_id}: the locked {got} does not satisfy {req.text!r} from pyproject.toml"
+        return _sync("unsatisfied", req.repo_id, message, req.text, got)
+    message = (
+        f"{req.repo_id}: kernels.lock (written by {written_by}) pins {got} but records no version for it, so it "
+        f"cannot show that it satisfies {req.text!r} from pyproject.toml; {CONVERT_HINT} the version of each pin"
+    )
+    return Problem("version-not-recorded", req.repo_id, None, None, message, req.text, got)
+
+
+def _unsigned(repo_id: str, variant: str | None, written_by: str | None) -> Problem:
+    """A build (every build, ``variant`` None) the lock records no signer for, while signatures are required."""
+    what = f"{repo_id} build {variant}" if variant else repo_id
+    records = f"kernels.lock (written by {written_by})" if written_by else "kernels.lock"
+    message = (
+        f"{what}: [tool.kernels.trust] require-signatures = true, but {records} records no signer for "
+        f"{'it' if variant else 'its builds'} (expected a signed metadata.json; found none locked)"
+    )
+    hint = (f"{CONVERT_HINT} the signer of each build (its 'signatures'), or refuses an unsigned one" if written_by
+            else RELOCK_HINT)  # fmt: skip
+    return Problem("signature-missing", repo_id, variant, None, f"{message}; {hint}", "a signer", None)
+
+
+def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile, *,
+               written_by: str | None = None) -> list[Problem]:  # fmt: skip
+    """The static rule of ``lock --check``: is each requirement locked as written, and nothing else?
+
+    ``written_by`` names the other tool that wrote the lock: it records no requirements, so
+    whether a pin was locked for the requirement as written now is not asked of it, and a
+    pin without its version cannot show that it meets a range (``version-not-recorded``)."""
     direct = {req.repo_id: req for req in requirements}
     problems: list[Problem] = []
     for req in requirements:
@@ -49,9 +204,9 @@ def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile) -> lis
             message = f"{req.repo_id} is in pyproject.toml ({req.text!r}) but not in kernels.lock"
             problems.append(_sync("not-locked", req.repo_id, message, None, None))
         elif not entry_satisfies(entry, req):
-            got = _label(entry)
-            message = f"{req.repo_id}: the locked {got} does not satisfy {req.text!r} from pyproject.toml"
-            problems.append(_sync("unsatisfied", req.repo_id, message, req.text, got))
+            problems.append(_unsatisfied(req, entry.sha, entry.version, written_by))
+        elif written_by is not None:
+            continue  # it records no requirement to compare
         elif entry.requirement != req.text:
             was = f"for {entry.requirement!r}" if entry.requirement else "only as a dependency of another kernel"
             message = f"{req.repo_id}: pyproject.toml asks for {req.text!r} but kernels.lock was locked {was}"
@@ -149,21 +304,17 @@ def check_trust(publishers: Sequence[str], lock: Lockfile) -> list[Problem]:
     return problems
 
 
-def check_signatures(policy: SignaturePolicy, lock: Lockfile) -> list[Problem]:
+def check_signatures(policy: SignaturePolicy, lock: Lockfile, *, written_by: str | None = None) -> list[Problem]:
     """Variants whose signer, as the lock records it, the project's signature policy no longer
-    allows, and, when it requires signatures, variants the lock records no signer for; no network."""
+    allows, and, when it requires signatures, variants the lock records no signer for (a lock
+    ``written_by`` another tool records none); no network."""
     problems = []
     for kernel in lock.kernels:
         for variant in kernel.variants:
             signer = kernel.signatures.get(variant)
             if signer is None:
                 if policy.require:
-                    message = (
-                        f"{kernel.repo_id} build {variant}: [tool.kernels.trust] require-signatures = true, but "
-                        f"kernels.lock records no signer for it (expected a signed metadata.json; found none locked)"
-                    )
-                    problems.append(Problem("signature-missing", kernel.repo_id, variant, None,
-                                            f"{message}; {RELOCK_HINT}", "a signer", None))  # fmt: skip
+                    problems.append(_unsigned(kernel.repo_id, variant, written_by))
                 continue
             reason = policy.problem(kernel.repo_id, signer.issuer, signer.repository, signer.workflow, signer.ref)
             if reason is not None:
