@@ -41,6 +41,7 @@ from kernel_deps.core.errors import (
     KernelNotCachedError,
     KernelNotLockedError,
     LockNotFoundError,
+    LockPolicyError,
     UsageError,
 )
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
@@ -574,6 +575,7 @@ __all__ = [
     "KernelNotLockedError",
     "KernelOrigin",
     "LockNotFoundError",
+    "LockPolicyError",
     "LockSource",
     "SignaturePolicy",
     "StaleLockWarning",
