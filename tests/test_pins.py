@@ -227,12 +227,17 @@ def test_a_kernels_016_lock_is_downloaded_verified_and_loaded_as_it_is(hub_env, 
     report = download_project(project)
     assert [t.kernel.repo_id for t in report.fetched] == [repo_id]
     verified = verify_project(project, require_cached=True)
-    assert verified.ok, verified.problems
+    # The cache holds exactly what it pins; its pin cannot show that it meets `= 1`: it records no version.
+    assert [(p.kind, p.repo_id) for p in verified.problems] == [("version-not-recorded", repo_id)]
     assert [n.kind for n in verified.notices] == ["foreign-lock"]
     assert "Hugging Face kernels <= 0.16" in verified.notices[0].message
     cli = run_cli("verify", str(project))
-    assert cli.returncode == 0 and "note: " in cli.stdout, cli.stdout + cli.stderr
-    module = load_kernel(repo_id, lockfile=project / "kernels.lock")
+    assert cli.returncode == 1 and "note: " in cli.stdout, cli.stdout + cli.stderr
+    assert "records no version for it" in cli.stdout and "run 'kernels lock' to convert it" in cli.stdout
+    from kernel_deps.loader.api import StaleLockWarning
+
+    with pytest.warns(StaleLockWarning, match="records no version|does not agree with pyproject.toml"):
+        module = load_kernel(repo_id, lockfile=project / "kernels.lock")
     assert module.__kernel_origin__.commit == hub_env.repos[repo_id].branches["v1"]
     outdated = run_cli("outdated", str(project))
     assert outdated.returncode == 0 and repo_id in outdated.stdout, outdated.stderr
@@ -242,6 +247,7 @@ def test_a_kernels_016_lock_is_downloaded_verified_and_loaded_as_it_is(hub_env, 
     outcome = lock_project(project)
     assert outcome.lock.get(repo_id).sha == hub_env.repos[repo_id].branches["v1"]
     assert outcome.changes and not any(change.action == "added" for change in outcome.changes)
+    assert verify_project(project, require_cached=True).ok  # converted: now it shows its version
 
 
 def test_a_kernels_017_lock_gets_a_clear_message_from_download_verify_and_loader(hub_env, tmp_path) -> None:

@@ -125,8 +125,9 @@ def _project_lock(start: Path, caller: str | None) -> LockSource:
     )
 
 
-# (lock path, its stat, pyproject.toml's stat) -> the judged source: judged again only when either changes.
-_judgements: dict[Path, tuple[tuple, LockSource]] = {}
+# Lock path -> ((its text, pyproject.toml's stat), the policy judged with it): judged again only
+# when either changes.
+_judgements: dict[Path, tuple[tuple, SignaturePolicy | None]] = {}
 
 
 def _judged(path: Path, origin: str, shown: str) -> LockSource:
@@ -138,21 +139,19 @@ def _judged(path: Path, origin: str, shown: str) -> LockSource:
     project_dir = path.parent
     key = (found.text, _stat_key(project_dir / PYPROJECT_NAME))
     known = _judgements.get(path)
-    if known is not None and known[0] == key:
-        return known[1]
-    from kernel_deps.lock.freshness import agreement_warning, judge_lock, read_rules, refuse_policy
+    if known is None or known[0] != key:
+        from kernel_deps.lock.freshness import agreement_warning, judge_lock, read_rules, refuse_policy
 
-    rules = read_rules(project_dir)
-    judged = judge_lock(found, rules)
-    refuse_policy(judged, shown, "refusing to load from it")
-    warning = agreement_warning(judged, shown)
-    if warning is not None:
-        import warnings
+        rules = read_rules(project_dir)
+        judged = judge_lock(found, rules)
+        refuse_policy(judged, shown, "refusing to load from it")
+        warning = agreement_warning(judged, shown)
+        if warning is not None:
+            import warnings
 
-        warnings.warn(warning, StaleLockWarning, stacklevel=5)  # once per change of either file
-    source = LockSource(found.lock, origin, shown, rules.policy if rules is not None else None)
-    _judgements[path] = (key, source)
-    return source
+            warnings.warn(warning, StaleLockWarning, stacklevel=5)  # once per change of either file
+        known = _judgements[path] = (key, rules.policy if rules is not None else None)
+    return LockSource(found.lock, origin, shown, known[1])
 
 
 def _stat_key(path: Path) -> tuple[int, int] | None:
