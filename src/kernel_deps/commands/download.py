@@ -530,12 +530,13 @@ def download_project(
     if into is not None:
         from kernel_deps.cache.subset import check_folder, place_subset
 
-        check_folder(Path(into), cache.cache_root())  # bad input before anything is fetched
+        check_folder(Path(into), cache.cache_root(), project=Path(project_dir))  # bad input before anything is fetched
     policy = None
     if any(kernel.signatures for kernel in lock.kernels):  # a trusted root to verify under
         from kernel_deps.project.pyproject import read_signature_policy
 
         policy = read_signature_policy(Path(project_dir))
     report = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress, policy=policy)
-    placed = place_subset(report.wanted(), Path(into), root=report.cache_root) if into is not None else None
+    placed = (place_subset(report.wanted(), Path(into), root=report.cache_root, project=Path(project_dir))
+              if into is not None else None)  # fmt: skip
     return replace(report, lockfile=Path(project_dir) / LOCK_NAME, into=placed)

@@ -177,7 +177,8 @@ def place_file(root: Path, path: Path, source: Path) -> None:
     *folders, name = _parts(root, path)
     with _folder(root, folders, create=True) as folder:
         _check_target(folder, name, Path(path))
-        temp = f".{name}.{os.urandom(6).hex()}.incoming"
+        temp = f".{name}.incoming"  # one name, so that what a kill left is replaced next time
+        _unlink_quietly(folder, temp)
         try:
             if isinstance(folder, int):
                 os.link(source, temp, dst_dir_fd=folder)
