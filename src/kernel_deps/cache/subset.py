@@ -111,15 +111,18 @@ def check_folder(folder: Path, root: Path, *, project: Path | None = None) -> No
 
 def _protected(root: Path, project: Path | None) -> list[tuple[str, Path]]:
     """The folders an ``--into`` folder may not be, hold or lie inside."""
+    env = os.environ
+    default_home = os.path.join(env.get("XDG_CACHE_HOME") or os.path.join("~", ".cache"), "huggingface")
+    home = _expanded(env.get("HF_HOME") or default_home)
+    hub = _expanded(env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE") or os.path.join(home, "hub"))
     places = [("the project folder", Path(project))] if project is not None else []
     places += [("the kernel cache", root), ("the kernel cache", store.cache_root())]
-    env = os.environ
-    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-                                              "huggingface")  # fmt: skip
-    home = os.path.expandvars(os.path.expanduser(home))
-    hub = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE") or os.path.join(home, "hub")
-    places += [("the Hugging Face home", Path(home)), ("the Hugging Face cache", Path(os.path.expandvars(os.path.expanduser(hub))))]
-    return places
+    return places + [("the Hugging Face home", home), ("the Hugging Face cache", hub)]
+
+
+def _expanded(path: str) -> Path:
+    """A path with ``~`` and environment variables expanded, as huggingface_hub expands them."""
+    return Path(os.path.expandvars(os.path.expanduser(path)))
 
 
 def _read_record(folder: Path) -> list[str]:
@@ -134,8 +137,8 @@ def _read_record(folder: Path) -> list[str]:
     if placed is None:
         with os.scandir(folder) as entries:
             if next(entries, None) is not None:
-                raise UsageError(f"--into {folder}: not empty, and not a folder kernels --into wrote (no {RECORD_NAME}); "
-                                 "name a new or empty folder")  # fmt: skip
+                raise UsageError(f"--into {folder}: not empty, and not a folder kernels --into wrote "
+                                 f"(no {RECORD_NAME}); name a new or empty folder")  # fmt: skip
         return []
     for path in placed:
         if _kind(path) is None:
@@ -241,7 +244,9 @@ def _place_blob(folder: Path, source: Path, blob: Path) -> None:
     except FileNotFoundError:
         info = None
     if info is not None and stat.S_ISREG(info.st_mode):
-        if os.path.samestat(os.stat(real), info) or store.content_hash_of(blob, store.hash_kind(blob.name)) == blob.name:
+        if os.path.samestat(os.stat(real), info):
+            return  # the cache's own file, linked here before
+        if store.content_hash_of(blob, store.hash_kind(blob.name)) == blob.name:
             return
     ownedfs.place_file(folder, blob, real)
 

@@ -325,7 +325,8 @@ def _check_wheel_path(output: Path, path: Path) -> None:
         return
     if stat.S_ISLNK(info.st_mode):
         raise LinkedPathError(f"-o {output}: {path} is a symbolic link, which to-wheel did not create and writes "
-                              "nothing through; remove it, or pass another folder; no wheel was written", path=path)  # fmt: skip
+                              "nothing through; remove it, or pass another folder; no wheel was written",
+                              path=path)  # fmt: skip
     if not stat.S_ISREG(info.st_mode):
         raise UsageError(f"-o {output}: {path} is not a file; remove it, or pass another folder; no wheel was written")
 
