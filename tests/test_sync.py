@@ -304,8 +304,8 @@ def test_into_trusts_no_record_it_did_not_write(hub_env, app, tmp_path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "keep.txt").write_text("mine")
-    for placed in (["../outside/keep.txt"], ["kernels--a--b/../../outside"], ["notes.txt"], "all"):
-        planted = tmp_path / f"planted-{len(str(placed))}"
+    for number, placed in enumerate((["../outside/keep.txt"], ["kernels--a--b/../../outside"], ["notes.txt"], "all")):
+        planted = tmp_path / f"planted-{number}"
         planted.mkdir()
         (planted / ".kernel-deps-into.json").write_text(json.dumps({"kernel-deps-into": 1, "placed": placed}))
         (planted / "notes.txt").write_text("mine")
