@@ -72,3 +72,20 @@ def test_the_loader_reports_an_unusable_cache_in_one_line(project, tmp_path, mon
     with pytest.raises(FileWriteError, match="the kernel cache is not a folder") as caught:
         get_locked_kernel("kernels-test/download-fs", lockfile=project / "kernels.lock")
     assert "\n" not in caught.value.message
+
+
+def test_a_link_planted_at_a_partial_download_is_never_written_through(project, tmp_path) -> None:
+    first = tmp_path / "first-cache"
+    assert download(project, first).returncode == 0
+    (repo,) = first.glob("kernels--*")
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"x")
+    cache_dir = tmp_path / "cache"
+    partials = cache_dir / repo.name / ".kernel-deps" / "tmp"
+    partials.mkdir(parents=True)
+    for blob in (repo / "blobs").iterdir():  # a partial of each file, leading to a file of the user's
+        (partials / f"{blob.name}.part").symlink_to(outside)
+    result = download(project, cache_dir)
+    assert outside.read_bytes() == b"x"
+    line = one_line(result)  # refused, naming the partial: it is removed, or the next run says so again
+    assert ".part" in line and str(partials) in line

@@ -166,3 +166,14 @@ def test_export_bad_input_is_one_line_and_writes_nothing(project: Path, tmp_path
     theirs = cli("export", "--format", "kernels-0.16", "-o", str(out), str(empty))
     assert theirs.returncode == 2 and "run 'kernels lock' to convert it" in theirs.stderr
     assert not out.exists()
+
+
+def test_export_writes_through_no_link(project: Path, tmp_path: Path) -> None:
+    """A checkout can commit the export's file as a link to a file of the user's: refused."""
+    bashrc = tmp_path / ".bashrc"
+    bashrc.write_text("export PATH=$HOME/bin:$PATH\n")
+    out = tmp_path / "kernels-017.lock"
+    out.symlink_to(bashrc)
+    result = cli("export", "--format", "kernels-0.17", "-o", str(out), str(project))
+    assert result.returncode == 2 and "is a symbolic link" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert bashrc.read_text() == "export PATH=$HOME/bin:$PATH\n" and out.is_symlink()

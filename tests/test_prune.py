@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from kernel_deps.cache import store as cache
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release
@@ -76,3 +80,110 @@ def test_a_project_without_a_lock_stops_prune_before_anything_goes(hub_env, tmp_
     result = run_kernels("cache", "prune", str(unlocked))
     assert result.returncode == 2 and "kernels.lock" in result.stderr
     assert cache.find_repo_dir("kernels-test/prune-kept") is not None
+
+
+def _pruned_cache(hub_env, tmp_path, name: str) -> tuple[Path, Path, str, str]:
+    """A project pinning ``name`` 1.0.0 and a cache that also holds 1.1.0 (all variants),
+    pinned by nobody: (project, repo folder, pinned commit, unpinned commit)."""
+    repo_id = f"kernels-test/prune-{name}"
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"), Release("1.1.0"))))
+    app = write_project(tmp_path / "app", {repo_id: ">=1.0,<1.1"})
+    old = write_project(tmp_path / "old", {repo_id: ">=1.1"})
+    assert run_kernels("sync", str(app)).returncode == 0
+    assert run_kernels("sync", str(old)).returncode == 0
+    assert run_kernels("download", "--all-variants", str(old)).returncode == 0
+    commits = hub_env.repos[repo_id].commits
+    return app, cache.find_repo_dir(repo_id), commits["1.0.0"], commits["1.1.0"]
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_prune_removes_nothing_through_a_link_and_removes_a_link_as_a_link(hub_env, tmp_path) -> None:
+    app, repo, pinned, unpinned = _pruned_cache(hub_env, tmp_path, "links")
+    # blobs/ moved elsewhere and linked back: the pinned variant still resolves through it,
+    # and the outside folder holds blobs no kept snapshot links, and a file of the user's.
+    outside = tmp_path / "outside-blobs"
+    (repo / "blobs").rename(outside)
+    (repo / "blobs").symlink_to(outside)
+    (outside / "precious.txt").write_text("the user's")
+    # The unpinned commit's snapshot is a link to a folder of the user's.
+    elsewhere = tmp_path / "outside-snapshot"
+    shutil.copytree(repo / "snapshots" / unpinned, elsewhere, symlinks=True)
+    (elsewhere / "notes.txt").write_text("mine")
+    shutil.rmtree(repo / "snapshots" / unpinned)
+    (repo / "snapshots" / unpinned).symlink_to(elsewhere)
+    # kernel-deps' own folder is a link to a folder holding a week-old "partial".
+    records = tmp_path / "outside-records"
+    (records / "tmp").mkdir(parents=True)
+    stale = records / "tmp" / ("3" * 40 + ".part")
+    stale.write_bytes(b"not a partial")
+    week_ago = time.time() - 7 * 24 * 3600
+    os.utime(stale, (week_ago, week_ago))
+    shutil.rmtree(repo / ".kernel-deps")
+    (repo / ".kernel-deps").symlink_to(records)
+    before = {folder: _tree(folder) for folder in (outside, elsewhere, records)}
+
+    payload = validated(run_kernels("cache", "prune", "--json", str(app)), "prune")
+    assert {tuple(k.values()) for k in payload["kept"]} == {("kernels-test/prune-links", pinned)}
+    assert {folder: _tree(folder) for folder in (outside, elsewhere, records)} == before  # nothing outside touched
+    assert not os.path.lexists(repo / "snapshots" / unpinned)  # the link went, as a link
+    assert (repo / "blobs").is_symlink() and (repo / ".kernel-deps").is_symlink()
+    skipped = {s["path"]: s["reason"] for s in payload["skipped"]}
+    assert "symbolic link" in skipped[str(repo / "blobs")]
+    assert "symbolic link" in skipped[str(repo / ".kernel-deps")]
+    text = run_kernels("cache", "prune", str(app))
+    assert text.returncode == 0 and f"skipped {repo / 'blobs'}: a symbolic link" in text.stdout
+    assert (repo / "snapshots" / pinned / "build").is_dir()
+
+
+def test_prune_removes_a_link_inside_a_variant_and_a_linked_repo_as_links(hub_env, tmp_path) -> None:
+    app, repo, _, unpinned = _pruned_cache(hub_env, tmp_path, "inner-links")
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "data.txt").write_text("keep me")
+    # A file of the unpinned variant and a folder inside it lead outside.
+    variant = next((repo / "snapshots" / unpinned / "build").iterdir())
+    (variant / "__init__.py").unlink()
+    (variant / "__init__.py").symlink_to(precious / "data.txt")
+    (variant / "linked-folder").symlink_to(precious)
+    # A kernel repo no lock pins that is itself a link to a folder of the user's.
+    (cache.cache_root() / "kernels--someone--linked").symlink_to(precious)
+    result = run_kernels("cache", "prune", str(app))
+    assert result.returncode == 0, result.stderr
+    assert not (repo / "snapshots" / unpinned).exists()
+    assert not os.path.lexists(cache.cache_root() / "kernels--someone--linked")
+    assert _tree(precious) == {"data.txt": b"keep me"}
+
+
+def test_prune_skips_the_variant_a_running_download_holds_and_keeps_its_blobs(hub_env, tmp_path) -> None:
+    app, repo, _, unpinned = _pruned_cache(hub_env, tmp_path, "busy")
+    variant = sorted(p.name for p in (repo / "snapshots" / unpinned / "build").iterdir())[0]
+    just_placed = repo / "blobs" / ("4" * 40)  # what a running download placed, linked by no snapshot yet
+    just_placed.write_bytes(b"fresh")
+    lock = cache.variant_lock_path(repo, unpinned, variant)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from filelock import FileLock; l = FileLock(sys.argv[1]); l.acquire(); "
+         "print('held', flush=True); sys.stdin.read()", str(lock)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        blobs_before = set((repo / "blobs").iterdir())
+        payload = validated(run_kernels("cache", "prune", "--json", str(app)), "prune")
+        skipped = {s["path"]: s["reason"] for s in payload["skipped"]}
+        running = f"a download of {unpinned[:12]} {variant} is running (it holds {lock})"
+        assert skipped[str(repo / "snapshots" / unpinned)] == running
+        assert skipped[str(repo / "blobs")] == "the blobs no snapshot links: " + running
+        assert (repo / "snapshots" / unpinned / "build" / variant).is_dir()
+        assert set((repo / "blobs").iterdir()) == blobs_before and just_placed.read_bytes() == b"fresh"
+        assert lock.exists()
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    # The download has ended: the next prune takes its lock and removes what no lock pins.
+    payload = validated(run_kernels("cache", "prune", "--json", str(app)), "prune")
+    assert payload["skipped"] == []
+    assert not (repo / "snapshots" / unpinned).exists() and not just_placed.exists()
+    assert run_kernels("verify", "--require-cached", str(app), env={"HF_HUB_OFFLINE": "1"}).returncode == 0

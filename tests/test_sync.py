@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -199,7 +200,7 @@ def test_into_places_exactly_the_locked_variant_and_a_fresh_process_loads_from_i
     assert result.returncode == 0, (result.stdout, result.stderr)
     assert f"placed in {into}, verified" in result.stdout
     commit = hub_env.repos[repo_id].commits["1.1.0"]
-    assert [p.name for p in into.iterdir()] == [cache.find_repo_dir(repo_id).name]
+    assert sorted(p.name for p in into.iterdir()) == [".kernel-deps-into.json", cache.find_repo_dir(repo_id).name]
     assert cached_variants(into, repo_id) == {(commit, CPU_VARIANT)}
     blobs = list((cache.find_repo_dir(repo_id, into) / "blobs").iterdir())
     assert blobs and all(b.is_file() and not b.is_symlink() for b in blobs)
@@ -217,23 +218,31 @@ def test_into_places_exactly_the_locked_variant_and_a_fresh_process_loads_from_i
     assert payload["into"]["ok"] and payload["into_verify"]["ok"] and payload["into"]["removed"] == []
 
 
-def test_into_again_replaces_what_changed_and_removes_what_is_not_locked(hub_env, tmp_path) -> None:
+def test_into_again_replaces_what_changed_and_removes_only_what_it_placed(hub_env, tmp_path) -> None:
     repo_id = add_kernel(hub_env, "rerun")
     project = write_project(tmp_path / "app", {repo_id: ">=1.0,<1.1"})
     into = tmp_path / "image-cache"
     assert kernels("sync", "--into", str(into), str(project)).returncode == 0
     old = hub_env.repos[repo_id].commits["1.0.0"]
     assert cached_variants(into, repo_id) == {(old, CPU_VARIANT)}
+    # The user's own files, added to the folder: --into did not place them, so it keeps them.
     (into / "kernels--someone--else").mkdir()
+    (into / "notes.txt").write_text("mine")
     stray = cache.find_repo_dir(repo_id, into) / "blobs" / ("0" * 40)
     stray.write_bytes(b"not locked")
+    old_variant = cache.variant_dir(cache.find_repo_dir(repo_id, into), old, CPU_VARIANT)
+    old_blobs = {p.name for p in (cache.find_repo_dir(repo_id, into) / "blobs").iterdir()} - {stray.name}
 
     write_project(project, {repo_id: ">=1.1,<2"})
     result = kernels("sync", "--into", str(into), str(project))
     assert result.returncode == 0, (result.stdout, result.stderr)
     new = hub_env.repos[repo_id].commits["1.1.0"]
-    assert cached_variants(into, repo_id) == {(new, CPU_VARIANT)}
-    assert not (into / "kernels--someone--else").exists() and not stray.exists()
+    assert cached_variants(into, repo_id) == {(new, CPU_VARIANT)} and not old_variant.exists()
+    assert (into / "kernels--someone--else").is_dir() and (into / "notes.txt").read_text() == "mine"
+    assert stray.read_bytes() == b"not locked"
+    kept = {p.name for p in (cache.find_repo_dir(repo_id, into) / "blobs").iterdir()}
+    new_blobs = set(cache.check_variant(repo_id, new, CPU_VARIANT, "", root=into).files.values())
+    assert kept == new_blobs | {stray.name} and old_blobs - new_blobs  # the old commit's own blobs went
     empty = tmp_path / "empty"
     empty.mkdir()
     loaded = load_from(into, project, repo_id, empty)
@@ -244,6 +253,109 @@ def test_into_the_cache_itself_is_bad_input(hub_env, app) -> None:
     project, _ = app
     result = kernels("sync", "--into", str(cache.cache_root()), str(project))
     assert result.returncode == 2 and "--into" in result.stderr
+
+
+def _files(folder: Path) -> dict[str, bytes | str]:
+    """Every file and link under ``folder``: its bytes, or for a link where it leads."""
+    found: dict[str, bytes | str] = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            found[rel] = os.readlink(path)
+        elif path.is_file():
+            found[rel] = path.read_bytes()
+    return found
+
+
+def test_into_refuses_the_project_the_caches_and_a_folder_it_did_not_write(hub_env, app, tmp_path) -> None:
+    project, repo_id = app
+    assert kernels("sync", str(project)).returncode == 0
+    (project / "src").mkdir()
+    (project / "src" / "main.py").write_text("print('app')\n")
+    hf_home = tmp_path / "hf-home"
+    (hf_home / "hub" / "models--someone--bert" / "blobs").mkdir(parents=True)
+    (hf_home / "hub" / "models--someone--bert" / "blobs" / "abc").write_bytes(b"weights")
+    (hf_home / "token").write_text("hf_secret")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "report.pdf").write_bytes(b"%PDF")
+    watched = (project, hf_home, cache.cache_root(), theirs)
+    before = {folder: _files(folder) for folder in watched}
+    refused = [
+        (("sync", "--into", ".", "."), {}, "is the project folder"),
+        (("download", "--into", str(project / "image"), str(project)), {}, "lies inside the project folder"),
+        (("sync", "--into", str(tmp_path), str(project)), {}, "holds the project folder"),
+        (("download", "--into", str(hf_home), str(project)), {"HF_HOME": str(hf_home)}, "is the Hugging Face home"),
+        (("download", "--into", str(cache.cache_root()), str(project)), {}, "is the kernel cache"),
+        (("sync", "--into", str(cache.find_repo_dir(repo_id)), str(project)), {}, "lies inside the kernel cache"),
+        (("download", "--into", str(theirs), str(project)), {}, "not empty, and not a folder kernels --into wrote"),
+    ]
+    for args, env, message in refused:
+        result = run_kernels(*args, cwd=project, env=env)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, (args, result.stderr)
+    assert {folder: _files(folder) for folder in watched} == before  # every file still there
+
+
+def test_into_trusts_no_record_it_did_not_write(hub_env, app, tmp_path) -> None:
+    """A checkout can hold a folder with a record in it: it is input, read strictly."""
+    project, repo_id = app
+    assert kernels("lock", str(project)).returncode == 0
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    for number, placed in enumerate((["../outside/keep.txt"], ["kernels--a--b/../../outside"], ["notes.txt"], "all")):
+        planted = tmp_path / f"planted-{number}"
+        planted.mkdir()
+        (planted / ".kernel-deps-into.json").write_text(json.dumps({"kernel-deps-into": 1, "placed": placed}))
+        (planted / "notes.txt").write_text("mine")
+        result = kernels("download", "--into", str(planted), str(project))
+        assert result.returncode == 2 and ".kernel-deps-into.json" in result.stderr, result.stderr
+        assert (planted / "notes.txt").read_text() == "mine"
+    # A record naming a path of a kind --into places, which holds a folder of the user's: it stays.
+    name = cache.repo_dir(repo_id).name
+    planted = tmp_path / "planted-kind"
+    user_folder = planted / name / "snapshots" / ("0" * 40) / "build" / "mine"
+    user_folder.mkdir(parents=True)
+    (user_folder / "data.bin").write_bytes(b"mine")
+    record = {"kernel-deps-into": 1, "placed": [f"{name}/snapshots/{'0' * 40}/build/mine"]}
+    (planted / ".kernel-deps-into.json").write_text(json.dumps(record))
+    result = kernels("download", "--into", str(planted), str(project))
+    assert result.returncode == 0, result.stderr
+    assert (user_folder / "data.bin").read_bytes() == b"mine"
+    assert (outside / "keep.txt").read_text() == "mine"
+
+
+def test_into_writes_nothing_through_a_link_it_did_not_create(hub_env, app, tmp_path) -> None:
+    project, repo_id = app
+    into = tmp_path / "image-cache"
+    assert kernels("sync", "--into", str(into), str(project)).returncode == 0
+    repo = cache.find_repo_dir(repo_id, into)
+    # blobs/ swapped for a link to a folder elsewhere, after a first run wrote the folder.
+    outside = tmp_path / "outside-blobs"
+    (repo / "blobs").rename(outside)
+    (repo / "blobs").symlink_to(outside)
+    for blob in outside.iterdir():
+        blob.unlink()
+    (outside / "precious").write_text("mine")
+    result = kernels("sync", "--into", str(into), str(project))
+    assert result.returncode == 2 and f"{repo / 'blobs'} is a symbolic link" in result.stderr, result.stderr
+    assert _files(outside) == {"precious": b"mine"}
+    # A fresh folder whose repo holds a planted .kernel-deps link (the manifests' folder).
+    planted = tmp_path / "planted"
+    (planted / repo.name).mkdir(parents=True)
+    (planted / ".kernel-deps-into.json").write_text('{"kernel-deps-into": 1, "placed": []}')
+    records = tmp_path / "outside-records"
+    records.mkdir()
+    (planted / repo.name / ".kernel-deps").symlink_to(records)
+    result = kernels("sync", "--into", str(planted), str(project))
+    assert result.returncode == 2 and "is a symbolic link" in result.stderr, result.stderr
+    assert list(records.iterdir()) == [] and not (planted / repo.name / "blobs").exists()
+    linked = tmp_path / "linked-into"
+    linked.symlink_to(outside)
+    result = kernels("sync", "--into", str(linked), str(project))
+    assert result.returncode == 2 and "is a symbolic link" in result.stderr
+    assert _files(outside) == {"precious": b"mine"}
 
 
 def test_download_into_places_the_variants_it_made_present_and_replaces_what_changed(hub_env, app, tmp_path) -> None:

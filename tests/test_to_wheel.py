@@ -369,3 +369,57 @@ def test_a_cuda_build_as_a_wheel_is_installed_by_pip_and_loaded_on_the_gpu(tmp_p
     shown = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.split() == ["cuda", "True", str(target / IMPORT_NAME)]
+
+
+def test_a_requirements_file_it_did_not_write_is_never_replaced(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", {"kernels-test/activation": "==1.2.0"}, locked=True)
+    own = "numpy==2.1.0\nrequests==2.32.3\n"
+    (project / "requirements.txt").write_text(own)
+    result = run_kernels("to-wheel", ".", "-o", ".", cwd=project)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "requirements.txt is not a requirements file to-wheel wrote" in result.stderr
+    assert (project / "requirements.txt").read_text() == own and not list(project.glob("*.whl"))
+    assert not list((tmp_path / "hf-cache").rglob("snapshots"))  # refused before anything was fetched
+    # Per target, the same: a requirements-<target>.txt of the project's own stays.
+    targets = ["torch213-cxx11-cu128-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux"]
+    (project / f"requirements-{targets[1]}.txt").write_text(own)
+    result = run_kernels("to-wheel", ".", "-o", ".", *[a for t in targets for a in ("--target", t)], cwd=project)
+    assert result.returncode == 2 and f"requirements-{targets[1]}.txt is not a requirements file" in result.stderr
+    assert (project / f"requirements-{targets[1]}.txt").read_text() == own
+    # One it wrote itself is replaced by the next run.
+    wheels = tmp_path / "wheels"
+    assert run_kernels("to-wheel", str(project), "-o", str(wheels)).returncode == 0
+    (wheels / "requirements.txt").write_text((wheels / "requirements.txt").read_text() + "# an old line\n")
+    again = run_kernels("to-wheel", str(project), "-o", str(wheels))
+    assert again.returncode == 0, again.stderr
+    assert "# an old line" not in (wheels / "requirements.txt").read_text()
+
+
+def test_to_wheel_writes_nothing_through_a_planted_link(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", {"kernels-test/activation": "==1.2.0"}, locked=True)
+    bashrc = tmp_path / "home" / ".bashrc"
+    bashrc.parent.mkdir()
+    bashrc.write_text("export PATH=$HOME/bin:$PATH\n")
+    # A checkout commits wheels/requirements.txt -> ~/.bashrc.
+    wheels = project / "wheels"
+    wheels.mkdir()
+    (wheels / "requirements.txt").symlink_to(bashrc)
+    result = run_kernels("to-wheel", str(project), "-o", str(wheels))
+    assert result.returncode == 2 and f"{wheels / 'requirements.txt'} is a symbolic link" in result.stderr
+    assert bashrc.read_text() == "export PATH=$HOME/bin:$PATH\n" and not list(wheels.glob("*.whl"))
+    # A wheel's own name planted as a link: refused before any wheel or requirements file is written.
+    first = tmp_path / "first"
+    assert run_kernels("to-wheel", str(project), "-o", str(first)).returncode == 0
+    (wheel,) = first.glob("*.whl")
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / wheel.name).symlink_to(bashrc)
+    result = run_kernels("to-wheel", str(project), "-o", str(planted))
+    assert result.returncode == 2 and f"{planted / wheel.name} is a symbolic link" in result.stderr, result.stderr
+    assert bashrc.read_text() == "export PATH=$HOME/bin:$PATH\n"
+    assert sorted(p.name for p in planted.iterdir()) == [wheel.name]
+    # -o itself a link to a folder elsewhere.
+    (tmp_path / "linked").symlink_to(bashrc.parent)
+    result = run_kernels("to-wheel", str(project), "-o", str(tmp_path / "linked"))
+    assert result.returncode == 2 and "is a symbolic link" in result.stderr
+    assert sorted(p.name for p in bashrc.parent.iterdir()) == [".bashrc"]

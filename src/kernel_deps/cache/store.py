@@ -377,6 +377,12 @@ def lock_dir(repo: Path) -> Path:
     return repo.parent / ".locks" / repo.name
 
 
+def variant_lock_path(repo: Path, commit: str, variant: str) -> Path:
+    """The lock file a download of one variant holds while it fetches and places it (and
+    ``kernels cache prune`` while it decides what of the repo goes)."""
+    return lock_dir(repo) / f"{commit}.{variant}.kernel-deps.lock"
+
+
 def partial_lock_path(repo: Path, content_hash: str) -> Path:
     """The lock file a download of blob ``content_hash`` holds (one writer per blob, any process)."""
     folder = lock_dir(repo)

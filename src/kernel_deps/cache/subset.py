@@ -3,24 +3,47 @@
 The folder has the Hugging Face cache layout (``store``'s), so ``KERNELS_CACHE=<folder>``
 with ``HF_HUB_OFFLINE=1`` loads from it; an image's builder stage copies it into the image.
 Each blob is a hard link to the cache's where the file system allows, else a copy; each
-variant is placed by ``store.place_variant`` (atomically, with its manifest). Whatever else
-the folder holds (other repos, commits, variants, blobs no placed variant links) is
-removed, then every placed variant is checked again from its files' contents.
+variant is placed by ``store.place_variant`` (atomically, with its manifest); every
+placed variant is then checked again from its files' contents.
+
+The folder is kernel-deps' own only by its record, ``.kernel-deps-into.json``, of every
+path it placed there: ``--into`` takes a new or empty folder (and writes the record first),
+or one holding its record, and refuses any other (exit 2), as it refuses a folder that is,
+holds or lies inside the project, the kernel cache, the Hugging Face home or its hub
+cache. Inside its folder it removes only what its record says it placed, each only while
+it is still of the kind placed (a blob a plain file, a variant a folder of links): a
+user's file added there stays. The record is written with what a run is about to place
+before anything is placed, so a kill at any moment leaves nothing the next run does not
+know to be its own. Nothing is written or removed through a symbolic link it did not
+create (:mod:`kernel_deps.core.ownedfs`): a link on the way is refused, naming it.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from kernel_deps.cache import store
-from kernel_deps.core.errors import FileWriteError, KernelCacheReadError, UsageError
+from kernel_deps.core import ownedfs
+from kernel_deps.core.errors import FileWriteError, KernelCacheReadError, LinkedPathError, UsageError
 from kernel_deps.core.settings import BUILD_DIR
 
-_OWN = ".kernel-deps"  # store's own records (manifests, staging): kept
+RECORD_NAME = ".kernel-deps-into.json"
+_RECORD_KEY = "kernel-deps-into"
+_OWN = ".kernel-deps"  # store's own records (manifests, staging)
+
+# What a record may list: the four kinds of path --into places, nothing else.
+_REPO = r"(?:kernels|models)--[^/]+"
+_KINDS = {
+    "blob": re.compile(rf"{_REPO}/blobs/(?:[0-9a-f]{{40}}|[0-9a-f]{{64}})"),
+    "variant": re.compile(rf"{_REPO}/snapshots/[0-9a-f]{{40}}/{BUILD_DIR}/[^/]+"),
+    "manifest": re.compile(rf"{_REPO}/{re.escape(_OWN)}/[0-9a-f]{{40}}/[^/]+\.json"),
+    "staging": re.compile(rf"{_REPO}/{re.escape(_OWN)}/staging"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,19 +86,79 @@ class SubsetReport:
         }
 
 
-def check_folder(folder: Path, root: Path) -> None:
-    """UsageError unless ``folder`` can be a folder of its own beside the cache ``root``."""
-    if folder.resolve() == Path(root).resolve():
-        raise UsageError(f"--into {folder}: that is the kernel cache itself; name a folder of its own")
+def check_folder(folder: Path, root: Path, *, project: Path | None = None) -> None:
+    """UsageError unless ``folder`` can be a folder of ``--into``'s own: not the project,
+    the kernel cache ``root``, the Hugging Face home or hub cache (nor inside or around
+    one), not a link, and new, empty, or holding the record of an earlier ``--into``."""
+    folder = Path(folder)
+    if os.path.islink(folder):
+        raise UsageError(f"--into {folder}: is a symbolic link; name the folder itself (kernels --into writes "
+                         "through no link)")  # fmt: skip
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--into {folder}: not a folder; name a folder (it is created when missing)")
+    for what, place in _protected(Path(root), project):
+        if ownedfs.is_within(folder, place):
+            where = "is" if os.path.realpath(folder) == os.path.realpath(place) else "lies inside"
+        elif ownedfs.is_within(place, folder):
+            where = "holds"
+        else:
+            continue
+        raise UsageError(f"--into {folder}: {where} {what} ({place}), which --into would overwrite; "
+                         "name a folder of its own, outside the project and the caches")  # fmt: skip
+    if folder.is_dir():
+        _read_record(folder)
 
 
-def place_subset(wanted: Sequence[WantedVariant], folder: Path, *, root: Path | None = None) -> SubsetReport:
-    """Place exactly ``wanted`` (verified in the cache ``root``) in ``folder``, remove the rest,
-    and check every placed variant again there."""
+def _protected(root: Path, project: Path | None) -> list[tuple[str, Path]]:
+    """The folders an ``--into`` folder may not be, hold or lie inside."""
+    env = os.environ
+    default_home = os.path.join(env.get("XDG_CACHE_HOME") or os.path.join("~", ".cache"), "huggingface")
+    home = _expanded(env.get("HF_HOME") or default_home)
+    hub = _expanded(env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE") or os.path.join(home, "hub"))
+    places = [("the project folder", Path(project))] if project is not None else []
+    places += [("the kernel cache", root), ("the kernel cache", store.cache_root())]
+    return places + [("the Hugging Face home", home), ("the Hugging Face cache", hub)]
+
+
+def _expanded(path: str) -> Path:
+    """A path with ``~`` and environment variables expanded, as huggingface_hub expands them."""
+    return Path(os.path.expandvars(os.path.expanduser(path)))
+
+
+def _read_record(folder: Path) -> list[str]:
+    """What an earlier ``--into`` placed in ``folder``; UsageError for a folder that is not
+    empty and holds no record, or a record that is not one --into writes."""
+    try:
+        placed = ownedfs.read_record(folder, RECORD_NAME, _RECORD_KEY)
+    except (OSError, ValueError) as exc:  # JSONDocumentError is a ValueError
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise UsageError(f"--into {folder}: {RECORD_NAME} is not the record kernels --into writes ({reason}); "
+                         "empty the folder, or name another one") from None  # fmt: skip
+    if placed is None:
+        with os.scandir(folder) as entries:
+            if next(entries, None) is not None:
+                raise UsageError(f"--into {folder}: not empty, and not a folder kernels --into wrote "
+                                 f"(no {RECORD_NAME}); name a new or empty folder")  # fmt: skip
+        return []
+    for path in placed:
+        if _kind(path) is None:
+            raise UsageError(f"--into {folder}: {RECORD_NAME} lists {path!r}, which --into never places; "
+                             "empty the folder, or name another one")  # fmt: skip
+    return placed
+
+
+def _kind(path: str) -> str | None:
+    return next((kind for kind, pattern in _KINDS.items() if pattern.fullmatch(path)), None)
+
+
+def place_subset(
+    wanted: Sequence[WantedVariant], folder: Path, *, root: Path | None = None, project: Path | None = None
+) -> SubsetReport:
+    """Place exactly ``wanted`` (verified in the cache ``root``) in ``folder``, remove what an
+    earlier run placed there and is not wanted now, and check every placed variant again."""
     root = root or store.cache_root()
-    check_folder(folder, root)
+    folder = Path(folder)
+    check_folder(folder, root, project=project)
     sources: dict[str, Path] = {}
     files: list[tuple[WantedVariant, dict[str, str]]] = []
     for want in wanted:  # every source is checked before anything is written
@@ -87,21 +170,31 @@ def place_subset(wanted: Sequence[WantedVariant], folder: Path, *, root: Path | 
             )
         sources[want.repo_id] = source
         files.append((want, dict(check.files)))
+    earlier = set(_read_record(folder)) if folder.is_dir() else set()
+    placing: dict[str, str] = {}  # relative path -> its kind, all this run places
+    for want, variant_files in files:
+        name = sources[want.repo_id].name
+        placing |= {f"{name}/blobs/{digest}": "blob" for digest in variant_files.values()}
+        placing[f"{name}/snapshots/{want.commit}/{BUILD_DIR}/{want.variant}"] = "variant"
+        placing[f"{name}/{_OWN}/{want.commit}/{want.variant}.json"] = "manifest"
+        placing[f"{name}/{_OWN}/staging"] = "staging"
+    for rel, kind in sorted(placing.items()):  # nothing placed through a link, nor over what is not its own
+        _check_place(folder, rel, kind, earlier)
+    removed: list[Path] = []
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        ownedfs.write_record(folder, RECORD_NAME, _RECORD_KEY, earlier | set(placing))  # before anything is placed
         for want, variant_files in files:
             repo = folder / sources[want.repo_id].name
             real_variant = store.variant_dir(sources[want.repo_id], want.commit, want.variant)
             for rel, content_hash in variant_files.items():
-                _link_or_copy(real_variant / rel, store.blob_path(repo, content_hash))
+                _place_blob(folder, real_variant / rel, store.blob_path(repo, content_hash))
             store.place_variant(repo, want.commit, want.variant, variant_files)
-        keep = _keep(wanted, sources)
-        removed = unwanted(folder, keep)
-        for path in removed:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
+        staging = {rel for rel, kind in placing.items() if kind == "staging"}
+        removed += [folder / rel for rel in sorted(earlier - set(placing)) if _remove_placed(folder, rel)]
+        for rel in staging:  # what a killed run left there; made again by the next placing
+            _remove_placed(folder, rel)
+        ownedfs.write_record(folder, RECORD_NAME, _RECORD_KEY, set(placing) - staging)
     except OSError as exc:
         where = exc.filename or folder
         raise FileWriteError(f"--into {folder}: cannot write {where} ({exc.strerror or exc})") from None
@@ -109,59 +202,68 @@ def place_subset(wanted: Sequence[WantedVariant], folder: Path, *, root: Path | 
     return SubsetReport(folder, placed, tuple(removed))
 
 
-def _keep(wanted: Sequence[WantedVariant], sources: dict[str, Path]) -> dict[str, dict[str, set[str]]]:
-    """Repo folder name -> commit -> the variant names to keep."""
-    keep: dict[str, dict[str, set[str]]] = {}
-    for want in wanted:
-        keep.setdefault(sources[want.repo_id].name, {}).setdefault(want.commit, set()).add(want.variant)
-    return keep
+def _check_place(folder: Path, rel: str, kind: str, earlier: set[str]) -> None:
+    """UsageError (LinkedPathError for a link) unless ``rel`` can be placed in ``folder``:
+    no link on the way, and absent or placed there by an earlier run, still of its kind."""
+    path = folder / rel
+    link = ownedfs.link_on_the_way(folder, path) if folder.is_dir() else None
+    if link is not None:
+        raise LinkedPathError(f"--into {folder}: {link} is a symbolic link, which --into did not create and writes "
+                              "nothing through; remove it", path=link)  # fmt: skip
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if rel not in earlier:
+        raise UsageError(f"--into {folder}: {path} is in the way and --into did not place it; "
+                         "remove it, or name another folder")  # fmt: skip
+    if not _of_kind(path, info, kind):
+        raise UsageError(f"--into {folder}: {path} is not what --into placed there; remove it, or name another folder")
 
 
-def _link_or_copy(source: Path, blob: Path) -> None:
+def _of_kind(path: Path, info: os.stat_result, kind: str) -> bool:
+    """True when ``path`` is still what --into places as ``kind``: a blob or manifest a plain
+    file; a variant or the staging folder a folder of folders and links only."""
+    if kind in ("blob", "manifest"):
+        return stat.S_ISREG(info.st_mode)
+    if not stat.S_ISDIR(info.st_mode):
+        return False
+    for dirpath, dirnames, filenames in os.walk(path):
+        base = Path(dirpath)
+        if any(not (base / name).is_symlink() for name in filenames):
+            return False
+        dirnames[:] = [d for d in dirnames if not (base / d).is_symlink()]
+    return True
+
+
+def _place_blob(folder: Path, source: Path, blob: Path) -> None:
     """``blob`` holds the bytes of ``source``: a hard link where possible, else a copy."""
     real = Path(os.path.realpath(source))
-    if blob.is_file() and not blob.is_symlink():
-        if os.path.samefile(real, blob) or store.content_hash_of(blob, store.hash_kind(blob.name)) == blob.name:
-            return
-    blob.parent.mkdir(parents=True, exist_ok=True)
-    incoming = blob.with_name(f"{blob.name}.incoming")
-    incoming.unlink(missing_ok=True)
     try:
-        os.link(real, incoming)
-    except OSError:
-        shutil.copyfile(real, incoming)
-    os.replace(incoming, blob)
+        info = os.lstat(blob)
+    except FileNotFoundError:
+        info = None
+    if info is not None and stat.S_ISREG(info.st_mode):
+        if os.path.samestat(os.stat(real), info):
+            return  # the cache's own file, linked here before
+        if store.content_hash_of(blob, store.hash_kind(blob.name)) == blob.name:
+            return
+    ownedfs.place_file(folder, blob, real)
 
 
-def unwanted(folder: Path, keep: dict[str, dict[str, set[str]]]) -> list[Path]:
-    """What ``folder`` holds beyond the variants in ``keep``: other repos, commits, variants,
-    and blobs no kept variant links (``store``'s own records aside)."""
-    if not folder.is_dir():
-        return []
-    found: list[Path] = []
-    for repo in sorted(folder.iterdir()):
-        commits = keep.get(repo.name)
-        if commits is None or repo.is_symlink() or not repo.is_dir():
-            found.append(repo)
-            continue
-        found += [p for p in sorted(repo.iterdir()) if p.name not in ("snapshots", "blobs", _OWN)]
-        linked: set[str] = set()
-        for commit in _children(repo / "snapshots"):
-            variants = commits.get(commit.name)
-            if variants is None or commit.is_symlink():
-                found.append(commit)
-                continue
-            found += [p for p in sorted(commit.iterdir()) if p.name != BUILD_DIR]
-            for variant in _children(commit / BUILD_DIR):
-                if variant.name not in variants:
-                    found.append(variant)
-                    continue
-                for dirpath, _, names in os.walk(variant):
-                    links = (Path(dirpath) / name for name in names)
-                    linked |= {Path(os.readlink(link)).name for link in links if link.is_symlink()}
-        found += [blob for blob in _children(repo / "blobs") if blob.name not in linked]
-    return found
-
-
-def _children(folder: Path) -> list[Path]:
-    return sorted(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []
+def _remove_placed(folder: Path, rel: str) -> bool:
+    """Remove ``rel``, placed by an earlier run, while it is still of the kind placed (and
+    the folders it leaves empty); True when it went."""
+    path = folder / rel
+    kind = _kind(rel)
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    if kind is None or ownedfs.link_on_the_way(folder, path.parent) is not None or not _of_kind(path, info, kind):
+        return False  # not what --into placed there any more: left as it is
+    ownedfs.remove(folder, path)
+    if kind == "blob":
+        ownedfs.remove(folder, path.with_name(f".{path.name}.incoming"))  # a temporary a kill left
+    ownedfs.remove_empty_folders(folder, path.parent)
+    return True

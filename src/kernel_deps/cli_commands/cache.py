@@ -31,5 +31,7 @@ def prune(project_dirs: tuple[Path, ...], dry_run: bool, as_json: bool, quiet: b
         return
     for entry in report.removed:
         click.echo(f"{'would remove' if dry_run else 'removed'} {entry.kind} {entry.path} ({entry.size:,} bytes)")
+    for skipped in report.skipped:
+        click.echo(f"skipped {skipped.path}: {skipped.reason}")
     verb = "Would free" if dry_run else "Freed"
     click.echo(f"{verb} {report.bytes:,} bytes ({len(report.removed)} entries); kept {len(report.kept)} locked commits")

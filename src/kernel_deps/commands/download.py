@@ -541,8 +541,9 @@ def download_project(
     if into is not None:
         from kernel_deps.cache.subset import check_folder, place_subset
 
-        check_folder(Path(into), cache.cache_root())  # bad input before anything is fetched
+        check_folder(Path(into), cache.cache_root(), project=Path(project_dir))  # bad input before anything is fetched
     policy = rules.policy if rules is not None else None
     report = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress, policy=policy)
-    placed = place_subset(report.wanted(), Path(into), root=report.cache_root) if into is not None else None
+    placed = (place_subset(report.wanted(), Path(into), root=report.cache_root, project=Path(project_dir))
+              if into is not None else None)  # fmt: skip
     return replace(report, lockfile=lock_file, into=placed, warnings=[warning] if warning else [])

@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernel_deps.core.atomicfile import write_text
-from kernel_deps.core.errors import LockfileError, UsageError
+from kernel_deps.core import ownedfs
+from kernel_deps.core.errors import FileWriteError, LockfileError, UsageError
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.lock.formats import to_kernels016, to_kernels017
 from kernel_deps.lock.model import Lockfile, lock_path
@@ -47,7 +47,7 @@ def export_project(project_dir: Path, format_name: str, *, output: Path | None =
     path = lock_path(project_dir)
     text, lock = export_lock(path, format_name)
     if output is not None:
-        write_text(Path(output), text)
+        _write_output(Path(output), text)
     return ExportReport(path, format_name, text, len(lock.kernels), output)
 
 
@@ -80,8 +80,7 @@ def _incomplete_for_kernels017(path: Path, lock: Lockfile, written_by: str) -> s
 
 def _refuse_a_project_file(output: Path, project_dir: Path) -> None:
     """UsageError when ``output`` is one of the files kernel-deps keeps in ``project_dir``, by
-    whatever name: relative, through a symlink (the write lands at its target), or another
-    hard link to the same file."""
+    whatever name: relative, through a symlink, or another hard link to the same file."""
     for name in (LOCK_NAME, PYPROJECT_NAME, EDIT_JOURNAL_NAME):
         own = project_dir / name
         if os.path.realpath(output) == os.path.realpath(own) or _same_existing_file(output, own):
@@ -89,6 +88,19 @@ def _refuse_a_project_file(output: Path, project_dir: Path) -> None:
                 f"--output {output} is the project's own {own}, which export would overwrite with another "
                 "tool's format; name another file, or '-' for stdout"
             )
+
+
+def _write_output(output: Path, text: str) -> None:
+    """Replace ``output`` with ``text`` atomically, never through a link (one there is
+    refused: a checkout could commit it, leading anywhere); FileWriteError."""
+    if os.path.islink(output):
+        raise UsageError(f"--output {output} is a symbolic link, which export writes nothing through; "
+                         "name the file itself, or '-' for stdout")  # fmt: skip
+    try:
+        ownedfs.write_file(output.parent, output, text.encode("utf-8"))
+    except OSError as exc:
+        raise FileWriteError(f"{output}: cannot write ({exc.strerror or exc}); check the folder's permissions "
+                             "and free space") from None  # fmt: skip
 
 
 def _same_existing_file(one: Path, other: Path) -> bool:

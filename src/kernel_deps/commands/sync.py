@@ -90,7 +90,7 @@ def sync_project(
     if locked and frozen:
         raise UsageError("--locked and --frozen exclude each other: --locked checks the lock, --frozen trusts it")
     if into is not None:
-        check_folder(Path(into), cache.cache_root())
+        check_folder(Path(into), cache.cache_root(), project=Path(project_dir))
     project_dir = Path(project_dir)
     path = project_dir / LOCK_NAME
     lock_report: LockReport | None = None
@@ -117,7 +117,7 @@ def sync_project(
     report = SyncReport(path, state, lock_report, download, verified)
     if into is None or not verified.ok:
         return report
-    placed = place_subset(download.wanted(), Path(into), root=download.cache_root)
+    placed = place_subset(download.wanted(), Path(into), root=download.cache_root, project=Path(project_dir))
     # The folder as the cache it will be: pyproject, lock and the placed variants agree.
     again = _verify(project_dir, frozen=frozen, targets=targets, all_targets=all_targets, cache_root=Path(into))
     return replace(report, into=placed, into_verify=again)

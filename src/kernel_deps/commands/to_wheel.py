@@ -14,6 +14,8 @@ the same bytes. ``requirements.txt`` pins every wheel written by version and SHA
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -27,11 +29,12 @@ from kernel_deps.commands.download import (
     download_lock,
     variants_for_targets,
 )
-from kernel_deps.core import atomicfile
+from kernel_deps.core import ownedfs
 from kernel_deps.core.errors import (
     DownloadVerificationError,
     FileWriteError,
     KernelCacheReadError,
+    LinkedPathError,
     UntrustedPublisherError,
     UsageError,
 )
@@ -163,7 +166,7 @@ def wheels_from_kernel(
     _check_choice(all_variants, targets, False)
     chosen = targets_from_options(targets, False, (), "the command line")
     requirement = requirement_from_value(repo_id, value)
-    _check_output(Path(output))
+    _check_output(Path(output), _requirements_names(chosen, all_variants))
     lock = _lock_one(requirement, tuple(trusted), hub)
     return write_wheels(lock, Path(output), source=argument, all_variants=all_variants, targets=chosen,
                         hub=hub, progress=progress)  # fmt: skip
@@ -182,7 +185,7 @@ def write_wheels(
 ) -> ToWheelReport:
     """Download and verify the chosen variants of every kernel of ``lock``, then write
     their wheels and requirements files into ``output``."""
-    _check_output(output)
+    _check_output(output, _requirements_names(targets, all_variants))  # before anything is fetched
     system = None if (all_variants or targets) else (system or detect_system())
     variants_for: Callable[[LockedKernel], list[str]]
     if targets:
@@ -195,10 +198,14 @@ def write_wheels(
     except OSError as exc:
         reason = exc.strerror or exc
         raise FileWriteError(f"{output}: cannot create the folder ({reason}); pass another -o DIR") from None
+    _check_output(output, _requirements_names(targets, all_variants))  # again: nothing changed it meanwhile
     versions = {kernel.repo_id: kernel.version for kernel in lock.kernels}
+    prepared = [_prepare_wheel(outcome.task, versions, download.cache_root) for outcome in download.outcomes]
+    for _, spec, _ in prepared:  # every wheel's place checked before the first is written
+        _check_wheel_path(output, output / spec.filename)
     written: dict[tuple[str, str], WrittenWheel] = {}
-    for outcome in download.outcomes:
-        wheel = _write_wheel(outcome.task, versions, download.cache_root, output)
+    for task, spec, check in prepared:
+        wheel = _write_wheel(task, spec, check, output)
         written[(wheel.spec.repo_id, wheel.spec.variant)] = wheel
     sets: list[tuple[str | None, list[WrittenWheel]]] = []
     if targets:
@@ -210,7 +217,7 @@ def write_wheels(
     requirements = []
     for target, wheels in sets:
         name = REQUIREMENTS_NAME if len(sets) == 1 else f"requirements-{target}.txt"
-        atomicfile.write_text(output / name, requirements_text(wheels, target, name))
+        _write_output(output, name, requirements_text(wheels, target, name).encode("utf-8"))
         requirements.append(RequirementsFile(output / name, target, tuple(w.path.name for w in wheels)))
     return ToWheelReport(output, source, tuple(written.values()), tuple(requirements), download)
 
@@ -219,7 +226,7 @@ def requirements_text(wheels: Sequence[WrittenWheel], target: str | None, name: 
     """A pip requirements file pinning each wheel by version and SHA-256, sorted by name."""
     machine = f"the deployment target {target}" if target else "the machine they were written on"
     lines = [
-        f"# Kernel wheels for {machine}, written by kernels to-wheel.",
+        f"{_HEADER_START}{machine}{_HEADER_END}",  # how a later run knows the file for its own
         f"# pip install --require-hashes --no-deps -r {name} (torch comes from your own index or image)",
     ]
     for wheel in sorted(wheels, key=lambda w: w.spec.distribution):
@@ -227,9 +234,10 @@ def requirements_text(wheels: Sequence[WrittenWheel], target: str | None, name: 
     return "\n".join(lines) + "\n"
 
 
-def _write_wheel(task: VariantTask, versions: dict[str, str | None], root: Path | None, output: Path) -> WrittenWheel:
-    """Build one wheel from the variant's verified files in the cache; each file is hashed
-    again from the very bytes the wheel takes."""
+def _prepare_wheel(
+    task: VariantTask, versions: dict[str, str | None], root: Path | None
+) -> tuple[VariantTask, WheelSpec, cache.VariantCheck]:
+    """The wheel of one variant, as named and described, and the check of its cached files."""
     kernel = task.kernel
     expected = kernel.variants[task.variant].hash
     check = cache.check_variant(kernel.repo_id, kernel.sha, task.variant, expected, root=root)
@@ -238,6 +246,15 @@ def _write_wheel(task: VariantTask, versions: dict[str, str | None], root: Path 
             f"{task.label}: the cached variant no longer matches kernels.lock ({check.path}); "
             "run 'kernels download' to repair the cache, then run this command again"
         )
+    dependencies = {dep: versions.get(dep) for dep in kernel.dependencies}
+    spec = wheel_spec(kernel.repo_id, kernel.sha, kernel.version, task.variant, expected, sorted(check.files),
+                      dependencies)  # fmt: skip
+    return task, spec, check
+
+
+def _write_wheel(task: VariantTask, spec: WheelSpec, check: cache.VariantCheck, output: Path) -> WrittenWheel:
+    """Build one wheel from the variant's verified files in the cache; each file is hashed
+    again from the very bytes the wheel takes."""
     data: dict[str, bytes] = {}
     for rel, content_hash in sorted(check.files.items()):
         path = check.path.joinpath(*rel.split("/"))
@@ -250,12 +267,9 @@ def _write_wheel(task: VariantTask, versions: dict[str, str | None], root: Path 
                 f"{task.label}: {rel} changed in the cache while its wheel was written ({path}); "
                 "run 'kernels download' to repair the cache, then run this command again"
             )
-    dependencies = {dep: versions.get(dep) for dep in kernel.dependencies}
-    spec = wheel_spec(kernel.repo_id, kernel.sha, kernel.version, task.variant, expected, sorted(data), dependencies)
     archive = build_wheel(spec, data, dict(check.files))
-    path = output / spec.filename
-    atomicfile.write_bytes(path, archive)
-    return WrittenWheel(spec, path, hashlib.sha256(archive).hexdigest(), len(archive))
+    _write_output(output, spec.filename, archive)
+    return WrittenWheel(spec, output / spec.filename, hashlib.sha256(archive).hexdigest(), len(archive))
 
 
 def _check_choice(all_variants: bool, targets: Sequence[str], all_targets: bool) -> None:
@@ -263,10 +277,76 @@ def _check_choice(all_variants: bool, targets: Sequence[str], all_targets: bool)
         raise UsageError("--all-variants writes a wheel of every variant; drop --target and --all-targets")
 
 
-def _check_output(output: Path) -> None:
-    """UsageError when ``-o DIR`` cannot be a folder of wheels (before anything is fetched)."""
+# The first line of every requirements file to-wheel writes: a later run replaces only a
+# file that starts so (one it wrote), never a project's own requirements.txt.
+_HEADER_START = "# Kernel wheels for "
+_HEADER_END = ", written by kernels to-wheel."
+
+
+def _requirements_names(targets: Sequence[Target], all_variants: bool) -> list[str]:
+    """The requirements files a run writes: none for every variant, one per target with several."""
+    if all_variants:
+        return []
+    if len(targets) > 1:
+        return [f"requirements-{target.name}.txt" for target in targets]
+    return [REQUIREMENTS_NAME]
+
+
+def _check_output(output: Path, requirements: Sequence[str]) -> None:
+    """UsageError when ``-o DIR`` cannot be a folder of wheels, or holds a requirements file
+    to-wheel did not write (or a link) where it writes one (before anything is fetched)."""
+    if os.path.islink(output):
+        raise UsageError(f"-o {output}: is a symbolic link; pass the folder itself (to-wheel writes through no link)")
     if output.exists() and not output.is_dir():
         raise UsageError(f"-o {output}: is not a folder; pass the folder the wheels go into")
+    for name in requirements:
+        path = output / name
+        try:
+            info = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            raise UsageError(f"-o {output}: {path} is a symbolic link, which to-wheel did not create and writes "
+                             "nothing through; remove it, or pass another folder")  # fmt: skip
+        if not stat.S_ISREG(info.st_mode) or not _written_by_to_wheel(path):
+            raise UsageError(f"-o {output}: {path} is not a requirements file to-wheel wrote, and it is not "
+                             "replaced; pass another folder, or move that file")  # fmt: skip
+
+
+def _written_by_to_wheel(path: Path) -> bool:
+    """True when the file's first line is the header to-wheel writes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as file:
+            first = file.readline(4096).decode("utf-8").rstrip("\r\n")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return first.startswith(_HEADER_START) and first.endswith(_HEADER_END)
+
+
+def _check_wheel_path(output: Path, path: Path) -> None:
+    """LinkedPathError for a link where a wheel is written; UsageError for a folder there."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise LinkedPathError(f"-o {output}: {path} is a symbolic link, which to-wheel did not create and writes "
+                              "nothing through; remove it, or pass another folder; no wheel was written",
+                              path=path)  # fmt: skip
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"-o {output}: {path} is not a file; remove it, or pass another folder; no wheel was written")
+
+
+def _write_output(output: Path, name: str, data: bytes) -> None:
+    """Replace ``output/name`` with ``data`` atomically, never through a link; FileWriteError."""
+    try:
+        ownedfs.write_file(output, output / name, data)
+    except LinkedPathError as exc:  # one made since the check: the same refusal
+        raise LinkedPathError(f"-o {output}: {exc.message}", path=exc.path) from None
+    except OSError as exc:
+        raise FileWriteError(f"{output / name}: cannot write ({exc.strerror or exc}); check the folder's "
+                             "permissions and free space") from None  # fmt: skip
 
 
 def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> Lockfile:

@@ -233,6 +233,15 @@ class FileWriteError(KernelDepsError):
     """A file could not be written (permissions, full disk); nothing was half-written."""
 
 
+class LinkedPathError(UsageError):
+    """A symbolic link where a command would write or delete: refused, never followed
+    (``core.ownedfs``); ``path`` is the link."""
+
+    def __init__(self, message: str, *, path: object = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class PendingEditError(KernelDepsError):
     """An edit journal lies beside pyproject.toml and kernels.lock: a command that only reads
     neither applies it nor trusts the files it would change."""

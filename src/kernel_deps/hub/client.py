@@ -16,6 +16,7 @@ refused with one error naming the kernel and the path.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Iterator
@@ -282,7 +283,9 @@ class HubClient:
                 if on_bytes:
                     on_bytes(-received)  # starting over: take back what was counted
                 received = 0
-            with open(dest, "ab" if resumed else "wb") as out:
+            # Never through a link planted at the partial's name: O_NOFOLLOW refuses it (ELOOP).
+            flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if resumed else os.O_TRUNC) | getattr(os, "O_NOFOLLOW", 0)
+            with os.fdopen(os.open(dest, flags, 0o666), "ab" if resumed else "wb") as out:
                 for chunk in self.transport.chunks(resp):  # as it arrives: a cut or a kill keeps what came
                     out.write(chunk)
                     out.flush()
