@@ -198,11 +198,15 @@ def test_a_build_not_matching_its_digest_is_never_loadable_however_it_reaches_th
     # get_locked_kernel's own download, the second time as the first.
     from kernel_deps import get_locked_kernel, load_kernel
 
+    from kernel_deps import get_kernel
+
     for _ in range(2):
         with pytest.raises(KernelNotCachedError):
             load_kernel(repo_id, lockfile=project / "kernels.lock", backend="cpu")
         with pytest.raises(DigestMismatchError, match="not placed in the cache: 1 build does not match its digest"):
             get_locked_kernel(repo_id, lockfile=project / "kernels.lock", backend="cpu")
+        with pytest.raises(DigestMismatchError, match="not placed in the cache: 1 build does not match its digest"):
+            get_kernel(repo_id, version=1, backend="cpu", trust_remote_code=True)  # no lock, no policy: still held
     assert not folder.exists()
 
     # Placed by anyone else, with the locked bytes, a manifest and all: refused by the loader every time.
