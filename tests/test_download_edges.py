@@ -312,7 +312,7 @@ def test_a_file_failing_verification_is_fetched_once_and_removed_even_after_an_e
 
 def test_a_variant_another_download_holds_is_waited_for_then_named(project, monkeypatch) -> None:
     repo = cache.repo_dir(REPO_ID)
-    lock_file = cache.lock_dir(repo) / f"{_sha(project)}.{CPU_VARIANT}.kernel-deps.lock"
+    lock_file = cache.variant_lock_path(repo, _sha(project), CPU_VARIANT)
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv("KERNELS_HUB_BUDGET", "1")
     with FileLock(str(lock_file)):
@@ -334,3 +334,39 @@ def test_a_file_another_download_holds_is_waited_for_then_named(hub_env, project
     assert f"waiting for another kernels download of {label} (lock {lock_file}) ..." in result.stderr
     assert f"{label}: another kernels download held {lock_file} until the 1 s budget" in result.stderr
     assert not _cached_variants(project)
+
+
+def test_a_blob_removed_while_the_download_runs_is_fetched_again_and_never_reported_verified_missing(
+    hub_env, project, proxy, monkeypatch
+) -> None:
+    """The world moves: a blob the download found valid, and so did not fetch, is deleted
+    while the download is fetching another file (as a prune or a person who does not wait
+    for the variant's lock would). What the download places is checked again while it holds
+    the lock: it fetches the blob again and reports a variant that is complete, or fails."""
+    import os
+    import shutil
+
+    monkeypatch.setenv("HF_ENDPOINT", proxy.url)
+    assert run_kernels("download", str(project), "--variant", CPU_VARIANT).returncode == 0
+    repo = cache.repo_dir(REPO_ID)
+    folder = cache.variant_dir(repo, _sha(project), CPU_VARIANT)
+    ops = Path(os.readlink(folder / "_ops.py")).name
+    rel, content = _lfs_file(hub_env)
+    shutil.rmtree(folder)
+    cache.blob_path(repo, content.lfs_sha256).unlink()  # the next download fetches this one only
+
+    removed: list[str] = []
+
+    def remove_ops_blob(path: str) -> None:
+        if path.endswith(f"/{CPU_VARIANT}/{rel}") and not removed:  # the shared object is on its way
+            cache.blob_path(repo, ops).unlink()
+            removed.append(path)
+
+    proxy.answer_json = remove_ops_blob
+    result = run_kernels("download", "--json", str(project), "--variant", CPU_VARIANT)
+    assert removed, proxy.counts
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["files"] == 2  # the shared object, then _ops.py again
+    assert cache.blob_path(repo, ops).is_file()
+    locked = read_lock(project / "kernels.lock", purpose="use").lock.get(REPO_ID).variants[CPU_VARIANT].hash
+    assert cache.check_variant(REPO_ID, _sha(project), CPU_VARIANT, locked).ok

@@ -151,7 +151,30 @@ def test_an_lfs_file_not_matching_the_digest_is_refused_at_lock_time(hub_env, si
     assert f"{repo_id} build {CPU_VARIANT}: expected {so} = {declared}; found {got}" in line
 
 
-def test_a_plain_file_not_matching_the_digest_is_caught_by_download_and_verify(hub_env, sigstore, tmp_path) -> None:
+def loads_refused(repo_id: str, project: Path, error: type[Exception], says: str) -> None:
+    """``load_kernel`` and ``get_locked_kernel``, twice each in this process, refusing with ``says``."""
+    from kernel_deps import get_locked_kernel, load_kernel
+
+    for load in (load_kernel, get_locked_kernel, load_kernel, get_locked_kernel):
+        with pytest.raises(error) as refused_:
+            load(repo_id, lockfile=project / "kernels.lock", backend="cpu")
+        assert says in str(refused_.value), (load.__name__, str(refused_.value))
+
+
+def placed_variant(repo_id: str, project: Path, variant: str = CPU_VARIANT) -> Path:
+    from kernel_deps.cache import store as cache
+
+    sha = read_lock(project / "kernels.lock", purpose="use").lock.get(repo_id).sha
+    return cache.variant_dir(cache.repo_dir(repo_id), sha, variant)
+
+
+def test_a_build_not_matching_its_digest_is_never_loadable_however_it_reaches_the_cache(
+    hub_env, sigstore, tmp_path
+) -> None:
+    from kernel_deps.cache import store as cache
+    from kernel_deps.core.errors import DigestMismatchError, KernelNotCachedError
+    from tests.fixtures.cached_project import place_by_hand
+
     def change_python(variant: str, files: dict) -> dict:
         return {**files, "_ops.py": RepoFileContent(b"import os; os.system('true')\n", lfs=False)}
 
@@ -162,11 +185,114 @@ def test_a_plain_file_not_matching_the_digest_is_caught_by_download_and_verify(h
     download = run_kernels("download", "--variant", CPU_VARIANT, str(project))
     assert download.returncode == 1
     (line,) = download.stderr.splitlines()
+    assert line.startswith("error: not placed in the cache: 1 build does not match its digest: "), line
     assert f"{repo_id} build {CPU_VARIANT}: expected _ops.py = " in line and "; found " in line
+    assert line.endswith("; ask the kernel's owners to publish a build whose files match its metadata.json digest")
+    folder = placed_variant(repo_id, project)
+    repo = cache.repo_dir(repo_id)
+    sha = folder.parents[1].name
+    assert not folder.parent.exists() and not cache.manifest_path(repo, sha, CPU_VARIANT).exists()
+    assert any((repo / "blobs").iterdir())  # the verified blobs stay: content-addressed, never loaded alone
+    assert run_kernels("verify", "--require-cached", "--json", str(project), env={"HF_HUB_OFFLINE": "1"}).returncode == 1
+
+    # The loader never finds it loadable: not in the cache for load_kernel, refused by
+    # get_locked_kernel's own download, the second time as the first.
+    from kernel_deps import get_locked_kernel, load_kernel
+
+    from kernel_deps import get_kernel
+
+    for _ in range(2):
+        with pytest.raises(KernelNotCachedError):
+            load_kernel(repo_id, lockfile=project / "kernels.lock", backend="cpu")
+        with pytest.raises(DigestMismatchError, match="not placed in the cache: 1 build does not match its digest"):
+            get_locked_kernel(repo_id, lockfile=project / "kernels.lock", backend="cpu")
+        with pytest.raises(DigestMismatchError, match="not placed in the cache: 1 build does not match its digest"):
+            get_kernel(repo_id, version=1, backend="cpu", trust_remote_code=True)  # no lock, no policy: still held
+    assert not folder.exists()
+
+    # Placed by anyone else, with the locked bytes, a manifest and all: refused by the loader every time.
+    place_by_hand(hub_env.repos[repo_id], "1.0.0", CPU_VARIANT)
+    loads_refused(repo_id, project, DigestMismatchError,
+                  f"refusing to load {repo_id} {CPU_VARIANT}: 1 build does not match its digest: {repo_id} build "
+                  f"{CPU_VARIANT}: expected _ops.py = ")  # fmt: skip
     verify = run_kernels("verify", "--json", str(project), env={"HF_HUB_OFFLINE": "1"})
     assert verify.returncode == 1
     problems = json.loads(verify.stdout)["problems"]
     assert [(p["kind"], p["variant"], p["path"]) for p in problems] == [("digest-mismatch", CPU_VARIANT, "_ops.py")]
+    # download removes a copy in kernel-deps' layout whose bytes fail their own digest (its blobs stay).
+    again = run_kernels("download", "--variant", CPU_VARIANT, str(project), env={"HF_HUB_OFFLINE": "1"})
+    assert again.returncode == 1
+    assert again.stderr.startswith("error: removed from the cache: 1 build does not match its digest: ")
+    assert not folder.exists() and any((repo / "blobs").iterdir())
+
+
+def test_a_forged_signer_record_or_a_swapped_trusted_root_is_never_loadable(hub_env, sigstore, tmp_path) -> None:
+    from kernel_deps.core.errors import SignatureError, KernelNotCachedError
+    from tests.fixtures.cached_project import place_by_hand
+
+    repo_id = add_signed(hub_env, "sig-forged-record", sigstore)
+    forged = project_for(tmp_path / "forged", sigstore, f'"{repo_id}" = ">=1"\n')
+    assert run_kernels("lock", str(forged)).returncode == 0
+    lock_file = forged / "kernels.lock"
+    entry = json.loads(lock_file.read_text())
+    for signer in entry[0]["signatures"].values():  # the record names a workflow that did not sign the build
+        signer["workflow"] = ".github/workflows/release.yml"
+        signer["identity"] = signer["identity"].replace("build.yml", "release.yml")
+    lock_file.write_text(json.dumps(entry, indent=2) + "\n")
+    download = run_kernels("download", "--variant", CPU_VARIANT, str(forged))
+    assert download.returncode == 1
+    (line,) = download.stderr.splitlines()
+    assert line.startswith("error: not placed in the cache: 1 build is not signed as kernels.lock records: "
+                           f"{repo_id} build {CPU_VARIANT}: expected the signer kernels.lock records ({repo_id} "
+                           f".github/workflows/release.yml@{MAIN}); found a bundle signed by {repo_id} {WORKFLOW}@{MAIN}"), line
+    assert line.endswith(f"restore kernels.lock from version control, or run 'kernels lock --upgrade-package {repo_id}' "
+                         "and review the signer it records")  # fmt: skip
+    assert not placed_variant(repo_id, forged).exists()
+    from kernel_deps import load_kernel
+
+    with pytest.raises(KernelNotCachedError):
+        load_kernel(repo_id, lockfile=lock_file, backend="cpu")
+    from kernel_deps import get_locked_kernel
+
+    for _ in range(2):
+        with pytest.raises(SignatureError, match="not placed in the cache: 1 build is not signed as kernels.lock"):
+            get_locked_kernel(repo_id, lockfile=lock_file, backend="cpu")
+
+    # The same bytes placed by hand: the loader refuses them under the forged record; download
+    # reports them and leaves them (the bytes are what the lock pins; its record is what lies).
+    place_by_hand(hub_env.repos[repo_id], "1.0.0", CPU_VARIANT)
+    loads_refused(repo_id, forged, SignatureError, f"refusing to load {repo_id} {CPU_VARIANT}: 1 build is not signed "
+                  f"as kernels.lock records: {repo_id} build {CPU_VARIANT}: expected the signer kernels.lock records")
+    kept = run_kernels("download", "--variant", CPU_VARIANT, str(forged), env={"HF_HUB_OFFLINE": "1"})
+    assert kept.returncode == 1
+    assert kept.stderr.startswith("error: left in the cache, where loading it with kernels.lock is refused: 1 build ")
+    assert placed_variant(repo_id, forged).is_dir()
+
+    # A trusted root swapped after locking (the project's file now another Sigstore's): the
+    # cached build is refused by download and the loader, and a fresh fetch is never placed.
+    swapped = project_for(tmp_path / "swapped", sigstore, f'"{repo_id}" = ">=1"\n')
+    assert run_kernels("lock", str(swapped)).returncode == 0
+    LocalSigstore("elsewhere").write_trusted_root(swapped / "trusted_root.json")
+    says = (f"1 build is not signed as the project requires: {repo_id} build {CPU_VARIANT}: expected a valid signature "
+            f"under {swapped / 'trusted_root.json'}; found a bundle that does not verify under the trusted root")
+    loads_refused(repo_id, swapped, SignatureError, f"refusing to load {repo_id} {CPU_VARIANT}: {says}")
+    refused_ = run_kernels("download", "--variant", CPU_VARIANT, str(swapped), env={"HF_HUB_OFFLINE": "1"})
+    assert refused_.returncode == 1 and says in refused_.stderr
+    assert "name its trusted root in [tool.kernels.trust] trusted-root in pyproject.toml" in refused_.stderr
+    import shutil
+
+    shutil.rmtree(placed_variant(repo_id, swapped).parent)
+    fetched = run_kernels("download", "--variant", CPU_VARIANT, str(swapped))
+    assert fetched.returncode == 1 and fetched.stderr.startswith(f"error: not placed in the cache: {says}")
+    assert not placed_variant(repo_id, swapped).exists()
+
+    # A lock with no pyproject.toml beside it (here a copy; an embedded one alike) is judged
+    # under Sigstore's public-good root, which this test Sigstore's bundles do not verify under.
+    elsewhere = tmp_path / "bare"
+    elsewhere.mkdir()
+    shutil.copy(swapped / "kernels.lock", elsewhere / "kernels.lock")
+    place_by_hand(hub_env.repos[repo_id], "1.0.0", CPU_VARIANT)
+    loads_refused(repo_id, elsewhere, SignatureError, "expected a valid signature under Sigstore's public-good root")
 
 
 @pytest.mark.parametrize(
@@ -213,6 +339,10 @@ def test_unsigned_while_required_is_refused_and_allowed_otherwise(hub_env, sigst
     line = refused(project)
     assert f"{repo_id} build {CPU_VARIANT}: expected a signed metadata.json ([tool.kernels.trust] require-signatures" in line
     assert "found no metadata.json.sigstore" in line
+    # There is no signer to trust: the hint says what would do.
+    assert line.endswith("; choose a version whose builds are signed, or drop [tool.kernels.trust] "
+                         "require-signatures = true in pyproject.toml")  # fmt: skip
+    assert "this signer" not in line
     relaxed = project_for(tmp_path / "relaxed", sigstore, f'"{repo_id}" = ">=1"\n')
     assert run_kernels("lock", str(relaxed)).returncode == 0
     assert "signatures" not in json.loads((relaxed / "kernels.lock").read_text())[0]
@@ -336,7 +466,7 @@ def test_tree_shows_the_signer_of_each_serving_build(hub_env, sigstore, tmp_path
 def test_get_kernel_holds_what_it_resolves_to_the_policy_the_caller_passes(hub_env, sigstore, tmp_path) -> None:
     from kernel_deps import Identity as Allowed
     from kernel_deps import SignaturePolicy, get_kernel
-    from kernel_deps.core.errors import SignatureError
+    from kernel_deps.core.errors import SignatureError, UsageError
 
     repo_id = add_signed(hub_env, "sig-get-kernel", sigstore)
     root = sigstore.write_trusted_root(tmp_path / "trusted_root.json")
@@ -344,13 +474,28 @@ def test_get_kernel_holds_what_it_resolves_to_the_policy_the_caller_passes(hub_e
     module = get_kernel(repo_id, version=1, backend="cpu", trust_remote_code=True, signature_policy=allowed)
     assert module.__kernel_origin__.variant == CPU_VARIANT
 
+    # Refused in the caller's words: no lock, no pyproject.toml.
     other = SignaturePolicy(trusted_root=root, identities=(Allowed(repo_id, ".github/workflows/other.yml", MAIN),))
     with pytest.raises(SignatureError) as refused_:
         get_kernel(repo_id, version=1, backend="cpu", trust_remote_code=True, signature_policy=other)
-    assert f"{repo_id} build {CPU_VARIANT}: expected a signer of [tool.kernels.trust] identities" in str(refused_.value)
+    message = str(refused_.value)
+    assert message.startswith(f"get_kernel('{repo_id}') refused: 2 builds are not signed as signature_policy requires: ")
+    assert f"{repo_id} build {CPU_VARIANT}: expected a signer of signature_policy's identities: {repo_id} " in message
+    assert message.endswith("; if you trust this signer, add it to signature_policy's identities")
+    assert "kernels.lock" not in message and "pyproject.toml" not in message
     unsigned = add_signed(hub_env, "sig-get-unsigned", None)
-    with pytest.raises(SignatureError, match="found no metadata.json.sigstore"):
+    with pytest.raises(SignatureError) as refused_:
         get_kernel(unsigned, version=1, backend="cpu", trust_remote_code=True, signature_policy=allowed)
+    message = str(refused_.value)
+    assert f"{unsigned} build {CPU_VARIANT}: expected a signed metadata.json (signature_policy's require=True); " \
+           "found no metadata.json.sigstore" in message
+    assert message.endswith("; choose a version whose builds are signed, or drop signature_policy's require=True")
+    assert "kernels.lock" not in message and "pyproject.toml" not in message and "this signer" not in message
+    missing_root = SignaturePolicy(trusted_root=tmp_path / "nowhere.json")
+    with pytest.raises(UsageError) as bad:
+        get_kernel(repo_id, version=1, backend="cpu", trust_remote_code=True, signature_policy=missing_root)
+    assert str(bad.value).startswith(f"get_kernel('{repo_id}'): signature_policy's trusted_root: {tmp_path / 'nowhere.json'}")
+    assert "pyproject.toml" not in str(bad.value)
     assert get_kernel(unsigned, version=1, backend="cpu", trust_remote_code=True).__kernel_origin__.variant == CPU_VARIANT
 
 
@@ -537,3 +682,40 @@ def test_a_lock_in_another_format_is_held_to_the_signature_policy_by_every_consu
     assert result.returncode == 1 and "records no signer for it" in result.stderr, result.stderr
     with pytest.raises(LockPolicyError, match="records no signer for it"):
         get_locked_kernel(repo_id, lockfile=project / "kernels.lock")
+
+
+def test_to_wheel_of_a_project_refuses_a_forged_signer_record_and_a_swapped_trusted_root(
+    hub_env, sigstore, tmp_path
+) -> None:
+    """``kernels to-wheel`` gets its bytes through download's one gate: what download and
+    verify refuse, it refuses too, and writes neither a wheel nor a requirements.txt."""
+    from tests.fixtures.cached_project import place_by_hand
+
+    repo_id = add_signed(hub_env, "wheel-signer-checks", sigstore)
+    forged = project_for(tmp_path / "forged", sigstore, f'"{repo_id}" = ">=1"\n')
+    assert run_kernels("lock", str(forged)).returncode == 0
+    lock_file = forged / "kernels.lock"
+    entry = json.loads(lock_file.read_text())
+    entry[0]["signatures"][CPU_VARIANT]["ref"] = "refs/heads/release"
+    lock_file.write_text(json.dumps(entry, indent=2) + "\n")
+    swapped = project_for(tmp_path / "swapped", sigstore, f'"{repo_id}" = ">=1"\n')
+    assert run_kernels("lock", str(swapped)).returncode == 0
+    LocalSigstore("elsewhere").write_trusted_root(swapped / "trusted_root.json")
+    cases = [
+        (forged, "is not signed as kernels.lock records", "expected the signer kernels.lock records"),
+        (swapped, "is not signed as the project requires", "found a bundle that does not verify under the trusted root"),
+    ]
+    for fetched in (True, False):  # fetched from the Hub (never placed), then found in the cache
+        if not fetched:
+            place_by_hand(hub_env.repos[repo_id], "1.0.0", CPU_VARIANT)
+        for project, what, found in cases:
+            out = tmp_path / f"wheels-{project.parent.name}"
+            result = run_kernels("to-wheel", str(project), "-o", str(out))
+            assert result.returncode == 1, result.stdout + result.stderr
+            (line,) = result.stderr.splitlines()
+            assert f"1 build {what}: {repo_id} build {CPU_VARIANT}: " in line and found in line, line
+            assert line.startswith("error: not placed in the cache: " if fetched else "error: left in the cache, "), line
+            assert not out.exists() or not any(out.iterdir())  # no wheel, no requirements.txt
+    for project in (forged, swapped):  # as download and verify judge them
+        assert run_kernels("download", "--variant", CPU_VARIANT, str(project)).returncode == 1
+        assert run_kernels("verify", str(project), env={"HF_HUB_OFFLINE": "1"}).returncode == 1

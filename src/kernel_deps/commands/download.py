@@ -32,6 +32,7 @@ from kernel_deps.core.errors import (
     FileWriteError,
     HubError,
     KernelCacheReadError,
+    KernelDepsError,
     OfflineError,
     PathNotFoundError,
     TargetNotServedError,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:  # a warm run finds everything in the cache: it imports neithe
     from kernel_deps.cache.subset import SubsetReport, WantedVariant  # --into only
 
     from kernel_deps.hub.client import HubClient, TreeFile
+    from kernel_deps.lock.signatures import PolicyPlace, VariantRefusal
 
 
 class VariantTask(Record):
@@ -246,23 +248,33 @@ def download_lock(
     progress: Progress | None = None,
     max_workers: int = HUB_WORKERS,
     policy: SignaturePolicy | None = None,
+    place: PolicyPlace | None = None,
 ) -> DownloadReport:
     """Make every chosen variant of every locked kernel present and verified in the cache:
     its files the locked bytes, the digest its metadata.json declares met, and the bundle of
-    a signed variant verified again offline (under ``policy``'s trusted root) to the signer
-    the lock records."""
+    a variant the lock records a signer for verified offline under ``policy``'s trusted root
+    (None: the default policy, Sigstore's public-good root) to exactly that signer. What is
+    fetched is admitted into ``snapshots/`` only once all of that holds (:func:`admit_variant`)
+    and checked again there, complete, before it counts; a refused variant is named in one
+    error (SignatureError or DigestMismatchError, exit 1), ``place`` saying where the policy
+    is written (None: the project's ``[tool.kernels.trust]`` when a policy is given)."""
+    from kernel_deps.lock.signatures import NO_PROJECT_POLICY, PROJECT_POLICY
+
     progress = progress or Progress()
     root = root or cache.cache_root()
+    place = place or (PROJECT_POLICY if policy is not None else NO_PROJECT_POLICY)
+    policy = policy if policy is not None else SignaturePolicy()
     tasks = [VariantTask(kernel, variant) for kernel in lock.kernels for variant in variants_for(kernel)]
     for task in tasks:
         if not is_valid_variant_name(task.variant):
             raise UnsafeRepoContentError(f"{task.kernel.repo_id}: {task.variant!r} is not a valid variant name")
     progress.start(tasks)
-    if policy is not None and any(task.variant in task.kernel.signatures for task in tasks):
+    if any(task.variant in task.kernel.signatures for task in tasks):
         _prepare_verifier(policy)  # sigstore's import overlaps the hashing of the cached files
     cached: list[VariantTask] = []
     fetched: list[VariantTask] = []
     outcomes: list[VariantOutcome] = []
+    refused: list[tuple[VariantRefusal, str]] = []  # each refusal, and what became of the variant
     missing = []
     _check_cache_root(root)
     # Every chosen variant checked at once: their files share the hashing threads when they are large.
@@ -271,14 +283,18 @@ def download_lock(
     for task, check in zip(tasks, checks):
         if isinstance(check, OSError):
             raise _cache_error(task, check, "read") from None
-        if check.ok:
+        if not check.ok:
+            missing.append(task)
+            continue
+        found, fate = _judge_present(task, check, policy, holding_lock=False)
+        refused += [(r, fate) for r in found]
+        if not found:
             cached.append(task)
             outcomes.append(VariantOutcome(task, cached=True, files=0, size=0))
             progress.variant_done(task, cached=True, files=0, size=0)
-        else:
-            missing.append(task)
+    if refused and (not missing or is_offline()):  # what is missing is still fetched, then all is told
+        raise _download_refusal(refused, place)
     if not missing:
-        check_signed_variants(tasks, root, policy)
         return DownloadReport(cached, cache_root=root, outcomes=outcomes)
     if is_offline():
         names = ", ".join(t.label for t in missing)
@@ -294,16 +310,21 @@ def download_lock(
     with hub.operation():
         with worker_pool(max_workers, "kernel-deps-download") as files_pool:
             with worker_pool(max(1, min(len(missing), max_workers)), "kernel-deps-variant") as variants_pool:
-                futures = [variants_pool.submit(_fetch_variant, task, hub, root, files_pool, progress) for task in missing]
+                futures = [variants_pool.submit(_fetch_variant, task, hub, root, files_pool, progress, policy)
+                           for task in missing]  # fmt: skip
                 for task, future in zip(missing, futures):  # results are taken in this one thread
-                    files, size = future.result()
-                    (fetched if files else cached).append(task)
+                    files, size, found, fate = future.result()
                     files_fetched += files
                     bytes_fetched += size
+                    refused += [(r, fate) for r in found]
+                    if found:
+                        continue
+                    (fetched if files else cached).append(task)
                     outcomes.append(VariantOutcome(task, cached=not files, files=files, size=size))
+    if refused:
+        raise _download_refusal(refused, place)
     order = {id(task): i for i, task in enumerate(tasks)}
     outcomes.sort(key=lambda outcome: order[id(outcome.task)])
-    check_signed_variants(tasks, root, policy)
     return DownloadReport(cached, fetched, files_fetched, bytes_fetched, root, outcomes)
 
 
@@ -315,31 +336,85 @@ def _prepare_verifier(policy: SignaturePolicy) -> None:
     threading.Thread(target=prepare, args=(policy.trusted_root,), name="kernel-deps-sigstore", daemon=True).start()
 
 
-def check_signed_variants(tasks: Sequence[VariantTask], root: Path, policy: SignaturePolicy | None) -> None:
-    """Each placed variant against its metadata.json digest and, when the lock records its
-    signer, its bundle verified again offline; one error naming every variant that fails."""
-    from kernel_deps.lock.signatures import check_cached_variant, refusal
+def admit_variant(task: VariantTask, repo: Path, files: dict[str, str], policy: SignaturePolicy) -> list[VariantRefusal]:
+    """The one way bytes a download fetched become loadable in the cache.
 
-    refused = []
-    for task in tasks:
-        repo = cache.find_repo_dir(task.kernel.repo_id, root)
-        folder = cache.variant_dir(repo, task.kernel.sha, task.variant) if repo else None
-        if folder is None:
-            continue
-        try:
-            paths = [rel for rel, _ in cache.walk_variant(folder)]
-            refused += check_cached_variant(task.kernel, task.variant, folder, paths, policy)
-        except OSError as exc:
-            raise _cache_error(task, exc, "read") from None
-    if refused:
-        error = refusal(refused)
-        raise type(error)(error.message.replace(f"{LOCK_NAME} not written", "the cached builds are not used"))
+    ``files`` (relative path -> blob) are the Hub's listing, which hashes to the locked value,
+    each blob verified against it on arrival. They are linked in a staging folder, held there to
+    the digest their ``metadata.json`` declares and, when the lock records the variant's signer,
+    its bundle is verified offline under ``policy``'s trusted root to exactly that signer; only
+    then is the folder renamed into ``snapshots/<commit>/build/<variant>`` (with its manifest).
+    Returns the refusals: a refused variant leaves nothing under ``snapshots/`` and no manifest;
+    its blobs stay in ``blobs/``, content-addressed and never loaded by themselves."""
+    from kernel_deps.lock.signatures import check_cached_variant
+
+    with cache.staged_variant(repo, task.kernel.sha, task.variant, files) as staged:
+        refused = check_cached_variant(task.kernel, task.variant, staged.folder, files, policy)
+        if not refused:
+            staged.place()
+    return refused
 
 
-def _cached_ok(task: VariantTask, root: Path) -> bool:
+def _judge_present(
+    task: VariantTask, check: cache.VariantCheck, policy: SignaturePolicy, *, holding_lock: bool
+) -> tuple[list[VariantRefusal], str]:
+    """A variant found in the cache holding the locked bytes, held to its digest and recorded
+    signer; a build that does not match its own digest is removed from ``snapshots/`` when
+    kernel-deps placed it there (the blobs stay). Returns the refusals and what became of it:
+    ``"removed"`` or ``"kept"`` (a signer refused: the bytes are what the lock pins, and the
+    lock's record or the trusted root is what fails, so another project may rely on them)."""
+    from kernel_deps.lock.signatures import check_cached_variant
+
+    try:
+        refused = check_cached_variant(task.kernel, task.variant, check.path, check.files, policy)
+    except OSError as exc:
+        raise _cache_error(task, exc, "read") from None
+    if not refused or any(r.kind != "digest" for r in refused):
+        return refused, "kept"
+    repo = check.path.parents[3]  # snapshots/<commit>/build/<variant>
+    removed = _remove_own_placement(task, repo) if not holding_lock else _remove_placement(task, repo)
+    return refused, "removed" if removed else "kept"
+
+
+def _remove_own_placement(task: VariantTask, repo: Path) -> bool:
+    """:func:`_remove_placement` under the variant's lock, when no other download holds it now."""
+    from filelock import FileLock, Timeout
+
+    lock_file = cache.variant_lock_path(repo, task.kernel.sha, task.variant)
+    try:
+        lock_file.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(lock_file), timeout=0):
+            return _remove_placement(task, repo)
+    except (Timeout, OSError):
+        return False  # another download is at it, or the cache cannot be written: left as it is
+
+
+def _remove_placement(task: VariantTask, repo: Path) -> bool:
+    try:
+        return cache.remove_placed_variant(repo, task.kernel.sha, task.variant, task.kernel.variants[task.variant].hash)
+    except OSError:
+        return False
+
+
+_FATES = {
+    "not-placed": "not placed in the cache",
+    "removed": "removed from the cache",
+    "kept": f"left in the cache, where loading it with {LOCK_NAME} is refused",
+}
+
+
+def _download_refusal(refused: Sequence[tuple[VariantRefusal, str]], place: PolicyPlace) -> KernelDepsError:
+    """One error naming every refused variant, saying what became of each kind."""
+    from kernel_deps.lock.signatures import refusal
+
+    outcome = ", or ".join(_FATES[fate] for fate in dict.fromkeys(fate for _, fate in refused))
+    return refusal([r for r, _ in refused], outcome=outcome, place=place)
+
+
+def _present(task: VariantTask, root: Path) -> cache.VariantCheck:
     locked = task.kernel.variants[task.variant].hash
     try:
-        return cache.check_variant(task.kernel.repo_id, task.kernel.sha, task.variant, locked, root=root).ok
+        return cache.check_variant(task.kernel.repo_id, task.kernel.sha, task.variant, locked, root=root)
     except OSError as exc:
         raise _cache_error(task, exc, "read") from None
 
@@ -367,31 +442,37 @@ def _cache_error(task: VariantTask, exc: OSError, doing: str) -> FileWriteError 
     )
 
 
+Fetched = tuple[int, int, list["VariantRefusal"], str]  # files and bytes fetched, refusals, what became of it
+
+
 def _fetch_variant(
-    task: VariantTask, hub: HubClient, root: Path, pool: ThreadPoolExecutor, progress: Progress
-) -> tuple[int, int]:
-    """Fetch, verify and place one variant; returns (files fetched, bytes fetched)."""
+    task: VariantTask, hub: HubClient, root: Path, pool: ThreadPoolExecutor, progress: Progress,
+    policy: SignaturePolicy,
+) -> Fetched:  # fmt: skip
+    """Fetch, verify, admit and check one variant."""
     try:
-        return _fetch_variant_into_cache(task, hub, root, pool, progress)
+        return _fetch_variant_into_cache(task, hub, root, pool, progress, policy)
     except OSError as exc:  # the cache's own folders and files: Hub errors are mapped by the transport
         raise _cache_error(task, exc, "write") from None
 
 
 def _fetch_variant_into_cache(
-    task: VariantTask, hub: HubClient, root: Path, pool: ThreadPoolExecutor, progress: Progress
-) -> tuple[int, int]:
-    from concurrent.futures import wait
-
+    task: VariantTask, hub: HubClient, root: Path, pool: ThreadPoolExecutor, progress: Progress,
+    policy: SignaturePolicy,
+) -> Fetched:  # fmt: skip
     from filelock import FileLock
 
     kernel = task.kernel
     repo = cache.repo_dir(kernel.repo_id, hub.repo_type(kernel.repo_id), root)
-    lock_file = cache.lock_dir(repo) / f"{kernel.sha}.{task.variant}.kernel-deps.lock"
+    lock_file = cache.variant_lock_path(repo, kernel.sha, task.variant)
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with _acquire(FileLock(str(lock_file)), task.label, hub, progress):
-        if _cached_ok(task, root):  # another process finished it while we waited
-            progress.variant_done(task, cached=True, files=0, size=0)
-            return 0, 0
+        present = _present(task, root)
+        if present.ok:  # another process placed it while we waited: judged as any cached copy
+            refused, fate = _judge_present(task, present, policy, holding_lock=True)
+            if not refused:
+                progress.variant_done(task, cached=True, files=0, size=0)
+            return 0, 0, refused, fate
         cache.remove_stale_partials(repo)
         try:
             listed = hub.list_variant_files(kernel.repo_id, kernel.sha, task.variant)
@@ -408,27 +489,59 @@ def _fetch_variant_into_cache(
                 f"{task.label}: the Hub serves different content at {kernel.sha[:12]} than kernels.lock pins "
                 f"(Expected {expected}, Got {served}); the repo may have been rewritten; nothing was downloaded"
             )
-        blobs: dict[str, tuple[str, TreeFile]] = {}  # one download per content, however many paths share it
-        for rel, entry in listing.items():
-            if entry.content_hash not in blobs and not cache.blob_is_valid(repo, entry.content_hash):
-                blobs[entry.content_hash] = (rel, entry)
-        fetched = list(blobs.values())
-        futures = [pool.submit(_fetch_file, task, hub, repo, entry, rel, progress) for rel, entry in fetched]
-        try:
-            results = [future.result() for future in futures]
-        except Exception:
-            # One file failed: the files not started are not started, and those under way end
-            # (placing their blob, or removing or keeping their partial as their rules say)
-            # before the variant's lock is let go and the error reaches the caller. Ctrl-C is
-            # not held up: it ends the process at once (kernel_deps.interrupt).
-            for future in futures:
-                future.cancel()
-            wait(futures)
-            raise
-        cache.place_variant(repo, kernel.sha, task.variant, {rel: e.content_hash for rel, e in listing.items()})
-    size = sum(results)
-    progress.variant_done(task, cached=False, files=len(fetched), size=size)
-    return len(fetched), size
+        files = {rel: e.content_hash for rel, e in listing.items()}
+        count = size = 0
+        for attempt in ("first", "again"):
+            fetched_now, received = _fetch_blobs(task, hub, repo, listing, pool, progress)
+            count, size = count + fetched_now, size + received
+            try:
+                refused = admit_variant(task, repo, files, policy)
+            except FileNotFoundError:  # a blob went between its check and the staged copy's
+                refused = None
+            if refused:
+                return count, size, refused, "not-placed"
+            # What was placed, checked again while the lock is held: another process removing
+            # blobs meanwhile (a prune that does not take this lock) must not pass for verified.
+            placed = _present(task, root) if refused is not None else None
+            if placed is not None and placed.ok:
+                break
+            if attempt == "again":
+                what = "; ".join(f"{p.path} {p.kind}" for p in placed.problems) if placed else "a file vanished"
+                raise DownloadVerificationError(
+                    f"{task.label}: placed in the cache, but incomplete there right after ({what}); another "
+                    "process removed its files meanwhile (kernels cache prune, or a tool deleting blobs); "
+                    "run the command again once it is done"
+                )
+    progress.variant_done(task, cached=False, files=count, size=size)
+    return count, size, [], "placed"
+
+
+def _fetch_blobs(
+    task: VariantTask, hub: HubClient, repo: Path, listing: dict[str, TreeFile], pool: ThreadPoolExecutor,
+    progress: Progress,
+) -> tuple[int, int]:  # fmt: skip
+    """Every blob of ``listing`` not already valid in ``blobs/``, downloaded and verified; returns
+    (files fetched, bytes fetched)."""
+    from concurrent.futures import wait
+
+    blobs: dict[str, tuple[str, TreeFile]] = {}  # one download per content, however many paths share it
+    for rel, entry in listing.items():
+        if entry.content_hash not in blobs and not cache.blob_is_valid(repo, entry.content_hash):
+            blobs[entry.content_hash] = (rel, entry)
+    fetched = list(blobs.values())
+    futures = [pool.submit(_fetch_file, task, hub, repo, entry, rel, progress) for rel, entry in fetched]
+    try:
+        results = [future.result() for future in futures]
+    except Exception:
+        # One file failed: the files not started are not started, and those under way end
+        # (placing their blob, or removing or keeping their partial as their rules say)
+        # before the variant's lock is let go and the error reaches the caller. Ctrl-C is
+        # not held up: it ends the process at once (kernel_deps.interrupt).
+        for future in futures:
+            future.cancel()
+        wait(futures)
+        raise
+    return len(fetched), sum(results)
 
 
 @contextmanager

@@ -45,6 +45,7 @@ from kernel_deps.core.wheels import WheelSpec, build_wheel, wheel_spec
 from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:
+    from kernel_deps.core.signers import SignaturePolicy
     from kernel_deps.hub.client import HubClient
     from kernel_deps.hub.view import KernelIndex
 
@@ -138,7 +139,8 @@ def wheels_from_project(
     declared = rules.targets if rules is not None else ()
     chosen = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     report = write_wheels(found.lock, Path(output), source=str(lock_file), all_variants=all_variants, targets=chosen,
-                          hub=hub, progress=progress)  # fmt: skip
+                          hub=hub, progress=progress,
+                          policy=rules.policy if rules is not None else None)  # fmt: skip
     return replace(report, warnings=(warning,)) if warning else report
 
 
@@ -182,9 +184,12 @@ def write_wheels(
     system: SystemInfo | None = None,
     hub: HubClient | None = None,
     progress: Progress | None = None,
+    policy: SignaturePolicy | None = None,
 ) -> ToWheelReport:
-    """Download and verify the chosen variants of every kernel of ``lock``, then write
-    their wheels and requirements files into ``output``."""
+    """Download and verify the chosen variants of every kernel of ``lock`` as ``kernels download``
+    does (:func:`download_lock`: digests, and each recorded signer under ``policy``'s trusted root,
+    None: Sigstore's public-good root), then write their wheels and requirements files into
+    ``output``; nothing is written when a variant is refused."""
     _check_output(output, _requirements_names(targets, all_variants))  # before anything is fetched
     system = None if (all_variants or targets) else (system or detect_system())
     variants_for: Callable[[LockedKernel], list[str]]
@@ -192,7 +197,7 @@ def write_wheels(
         variants_for = lambda kernel: variants_for_targets(kernel, targets)  # noqa: E731
     else:
         variants_for = lambda kernel: choose_variants(kernel, all_variants=all_variants, system=system)  # noqa: E731
-    download = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress)
+    download = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress, policy=policy)
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

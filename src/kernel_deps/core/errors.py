@@ -311,8 +311,18 @@ class LockPolicyError(KernelDepsError):
 
 class SignatureError(KernelDepsError):
     """A variant's Sigstore signature is invalid, its signer is not one the project allows, or
-    it is unsigned while the project requires signatures; names kernel, variant, expected and found."""
+    it is unsigned while the project requires signatures; names kernel, variant, expected and found.
+    ``refused`` holds the refusal records the message was made from (``lock.signatures.VariantRefusal``)."""
+
+    def __init__(self, message: str, refused: Sequence[object] = ()) -> None:
+        super().__init__(message)
+        self.refused = tuple(refused)
 
 
 class DigestMismatchError(KernelDepsError):
-    """Files of a variant do not match the digest its ``metadata.json`` declares."""
+    """Files of a variant do not match the digest its ``metadata.json`` declares; ``refused`` as
+    for :class:`SignatureError`."""
+
+    def __init__(self, message: str, refused: Sequence[object] = ()) -> None:
+        super().__init__(message)
+        self.refused = tuple(refused)

@@ -67,16 +67,26 @@ class SignaturePolicy(Record):
                  kernel_identities: Mapping[str, tuple[Identity, ...]] | None = None) -> None:  # fmt: skip
         self._init(trusted_root, require, identities, {} if kernel_identities is None else kernel_identities)
 
+    def refused_by(self, repo_id: str, issuer: str, repository: str | None, workflow: str | None,
+                   ref: str | None) -> tuple[str, tuple[Identity, ...]] | None:  # fmt: skip
+        """The list a signer with these facts is not on, as (``"identities"``: the project's, or
+        ``"kernel-identities"``: ``repo_id``'s own) and its identities; None when it may sign."""
+        lists = (("identities", self.identities), ("kernel-identities", self.kernel_identities.get(repo_id, ())))
+        for rule, allowed in lists:
+            if allowed and not any(i.allows(issuer, repository, workflow, ref) for i in allowed):
+                return rule, allowed
+        return None
+
     def problem(self, repo_id: str, issuer: str, repository: str | None, workflow: str | None,
                 ref: str | None) -> str | None:  # fmt: skip
         """Why a signer with these facts may not sign ``repo_id`` (expected ..., found ...), or None."""
-        for allowed, where in ((self.identities, "[tool.kernels.trust] identities"),
-                               (self.kernel_identities.get(repo_id, ()), f"{repo_id}'s identities")):  # fmt: skip
-            if allowed and not any(i.allows(issuer, repository, workflow, ref) for i in allowed):
-                expected = " or ".join(i.describe() for i in allowed)
-                found = describe_signer(issuer, repository, workflow, ref)
-                return f"expected a signer of {where}: {expected}; found {found}"
-        return None
+        refused = self.refused_by(repo_id, issuer, repository, workflow, ref)
+        if refused is None:
+            return None
+        rule, allowed = refused
+        where = "[tool.kernels.trust] identities" if rule == "identities" else f"{repo_id}'s identities"
+        expected = " or ".join(i.describe() for i in allowed)
+        return f"expected a signer of {where}: {expected}; found {describe_signer(issuer, repository, workflow, ref)}"
 
 
 def describe_signer(issuer: str, repository: str | None, workflow: str | None, ref: str | None) -> str:

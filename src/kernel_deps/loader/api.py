@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core.errors import (
+    DigestMismatchError,
     KernelCacheReadError,
     KernelDepsError,
     KernelImportError,
@@ -42,6 +43,7 @@ from kernel_deps.core.errors import (
     KernelNotLockedError,
     LockNotFoundError,
     LockPolicyError,
+    SignatureError,
     UsageError,
 )
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
@@ -56,6 +58,7 @@ from kernel_deps.lock.read import parse_lock, read_lock
 if TYPE_CHECKING:
     from kernel_deps.core.spec import KernelRequirement
     from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.lock.signatures import PolicyPlace
 
 _OWN_PACKAGE = __name__.split(".")[0]
 
@@ -378,9 +381,30 @@ def _resolve_unlocked(
             _check_publishers(lock, allowed, index, function)
         return lock
 
-    lock, _ = resolve_in_memory(HubClient(), [requirement], publishers=allowed, judge=judge, policy=signature_policy,
-                                requester=requester)  # fmt: skip
+    if signature_policy is not None:
+        _check_trusted_root(signature_policy, f"{function}({repo_id!r})")
+    try:
+        lock, _ = resolve_in_memory(HubClient(), [requirement], publishers=allowed, judge=judge,
+                                    policy=signature_policy, requester=requester)  # fmt: skip
+    except (SignatureError, DigestMismatchError) as exc:
+        if not exc.refused:
+            raise
+        from kernel_deps.lock.signatures import CALLER_POLICY, refusal
+
+        raise refusal(exc.refused, outcome=f"{function}({repo_id!r}) refused", place=CALLER_POLICY) from None
     return lock, requirement
+
+
+def _check_trusted_root(policy: SignaturePolicy, call: str) -> None:
+    """UsageError naming the call when the trusted root its ``signature_policy`` names cannot be used."""
+    if policy.trusted_root is None:
+        return
+    from kernel_deps.lock.bundles import TrustedRootError, check_trusted_root
+
+    try:
+        check_trusted_root(policy.trusted_root)
+    except TrustedRootError as exc:
+        raise UsageError(f"{call}: signature_policy's trusted_root: {exc}") from None
 
 
 def _check_publishers(lock: Lockfile, allowed: tuple[str, ...], index: KernelIndex, function: str) -> None:
@@ -433,28 +457,70 @@ def _load(
         module = _loaded.get(key)
         if module is not None:
             return module
-        check = _verified_variant(source.lock, kernel, variant, allow_download=allow_download, policy=policy)
+        judge = _Judge.of(source, kernel, variant, policy)
+        check = _verified_variant(source.lock, kernel, variant, allow_download=allow_download, judge=judge)
         module = _import_variant(kernel, variant, check)
         module.__kernel_origin__ = KernelOrigin(repo_id, kernel.sha, variant, check.path, source.origin, source.path)
         _loaded[key] = module
         return module
 
 
+@dataclass(frozen=True, slots=True)
+class _Judge:
+    """The signature policy a load holds a build to, and where that policy is written (for messages)."""
+
+    policy: SignaturePolicy
+    place: PolicyPlace
+
+    @staticmethod
+    def of(source: LockSource, kernel: LockedKernel, variant: str, policy: SignaturePolicy | None) -> _Judge:
+        """``get_kernel``'s ``signature_policy``; else, for a build the lock records a signer for,
+        the policy of the project whose lock it is (its pyproject.toml beside the lock), or the
+        default policy (Sigstore's public-good root) for a lock with none beside it."""
+        from kernel_deps.lock.signatures import CALLER_POLICY, NO_PROJECT_POLICY, PROJECT_POLICY
+
+        if policy is not None:
+            return _Judge(policy, CALLER_POLICY)
+        if source.policy is not None:  # read with the lock's judgement (find_lock)
+            return _Judge(source.policy, PROJECT_POLICY)
+        return _Judge(SignaturePolicy(), NO_PROJECT_POLICY)
+
+    def refuse(self, kernel: LockedKernel, variant: str, check: cache.VariantCheck) -> None:
+        """The build's metadata.json digest against every file of ``check`` and, when the lock
+        records its signer, its bundle verified offline to exactly that signer; else the error."""
+        from kernel_deps.lock.signatures import check_cached_variant, refusal
+
+        try:
+            refused = check_cached_variant(kernel, variant, check.path, check.files, self.policy)
+        except OSError as exc:
+            raise KernelCacheReadError(
+                f"{kernel.repo_id} {variant}: cannot read {exc.filename or check.path} ({exc.strerror or exc}); "
+                "check the cache's permissions, or run 'kernels download' to repair it"
+            ) from None
+        if refused:
+            raise refusal(refused, outcome=f"refusing to load {kernel.repo_id} {variant}", place=self.place)
+
+
 def _verified_variant(
-    lock: Lockfile, kernel: LockedKernel, variant: str, *, allow_download: bool, policy: SignaturePolicy | None = None
+    lock: Lockfile, kernel: LockedKernel, variant: str, *, allow_download: bool, judge: _Judge
 ) -> cache.VariantCheck:
+    """The check of this build's files against the lock, its digest and recorded signer held
+    too, on every first load in a process: from the cache, an installed kernel wheel, or (with
+    ``allow_download``) a download through the same checks."""
     expected = kernel.variants[variant].hash
     check = _check(kernel, variant, expected)
     if not check.present:
         installed = _installed_wheel(kernel, variant, expected)
         if installed is not None:
+            judge.refuse(kernel, variant, installed)
             return installed
     if not check.present and allow_download:
         from kernel_deps.commands.download import download_lock
 
         if not is_offline():
             # The whole lock, so the entry keeps its dependencies' entries; only this variant.
-            download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [], policy=policy)
+            download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [],
+                          policy=judge.policy, place=judge.place)  # fmt: skip
             check = _check(kernel, variant, expected)
     if not check.present:
         from kernel_deps.cache.installed import unusable_wheels
@@ -470,13 +536,7 @@ def _verified_variant(
             f"refusing to load {kernel.repo_id} {variant}: the cached files differ from kernels.lock: {details}; "
             "run 'kernels download' to repair the cache"
         )
-    if policy is not None:
-        from kernel_deps.lock.signatures import check_cached_variant, refusal
-
-        refused = check_cached_variant(kernel, variant, check.path, check.files, policy)
-        if refused:
-            error = refusal(refused)
-            raise type(error)(error.message.replace("kernels.lock not written", f"refusing to load {kernel.repo_id}"))
+    judge.refuse(kernel, variant, check)
     return check
 
 

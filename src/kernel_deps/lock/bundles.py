@@ -114,6 +114,11 @@ def prepare(trusted_root: Path | None) -> None:
         pass
 
 
+def check_trusted_root(trusted_root: Path | None) -> None:
+    """TrustedRootError when ``trusted_root`` cannot be read or is not a Sigstore trusted root."""
+    _verifier(trusted_root)
+
+
 class _AnyCertificate:
     """A sigstore verification policy that asks nothing of the certificate's identity: the
     identity is checked after verification, so an invalid signature and a signer not allowed

@@ -6,6 +6,12 @@ What the listing proves of a digest: the set of files (every covered file declar
 declared missing) and, with ``sha256``, each LFS file's hash (the listing's LFS SHA-256);
 a plain file's bytes are known only by their git blob SHA-1, so they are checked against
 the digest by ``download`` and ``verify`` (:func:`digest_problems`), with every other file.
+
+After locking, :func:`check_cached_variant` holds a variant's files to their digest and
+their bundle to the signer the lock records: ``download`` before it places what it fetched
+(and for what it finds cached), ``verify``, and the loader on every first load. A refusal
+is a record (:class:`VariantRefusal`); each caller renders it with its own outcome and the
+place its policy is written (:func:`refusal`, :class:`PolicyPlace`).
 """
 
 from __future__ import annotations
@@ -28,21 +34,84 @@ if TYPE_CHECKING:
     from kernel_deps.lock.bundles import CertifiedSigner
 
 
-class VariantRefusal(Record):
-    """Why one variant of a locked kernel cannot be locked: ``kind`` and what was expected and found."""
+class PolicyPlace(Record):
+    """Where the signature policy a judgement used is written, as messages name it: the
+    project's ``[tool.kernels.trust]``, a ``get_kernel`` caller's ``signature_policy``, or
+    nowhere (a lock with no pyproject.toml beside it: Sigstore's public-good root)."""
 
-    __slots__ = ("repo_id", "variant", "kind", "expected", "found")
+    __slots__ = ("identities", "require", "trusted_root", "where", "requirer")
+    identities: str  # the list of allowed signers
+    require: str  # the setting that makes every build need a signature
+    trusted_root: str  # the setting naming the trusted root
+    where: str  # appended to a setting in a hint: " in pyproject.toml"
+    requirer: str  # who requires the signatures: "the project"
+
+    def __init__(self, identities: str, require: str, trusted_root: str, where: str, requirer: str) -> None:
+        self._init(identities, require, trusted_root, where, requirer)
+
+    def allowed_list(self, rule: str | None, repo_id: str) -> str:
+        """The list a refused signer is not on: the policy's identities, or the kernel's own."""
+        return f"{repo_id}'s identities" if rule == "kernel-identities" else self.identities
+
+
+PROJECT_POLICY = PolicyPlace(
+    "[tool.kernels.trust] identities", "[tool.kernels.trust] require-signatures = true",
+    "[tool.kernels.trust] trusted-root", f" in {PYPROJECT_NAME}", "the project",
+)  # fmt: skip
+CALLER_POLICY = PolicyPlace(
+    "signature_policy's identities", "signature_policy's require=True", "signature_policy's trusted_root", "",
+    "signature_policy",
+)  # fmt: skip
+NO_PROJECT_POLICY = PolicyPlace(
+    "[tool.kernels.trust] identities", "[tool.kernels.trust] require-signatures = true",
+    "[tool.kernels.trust] trusted-root", f" of a {PYPROJECT_NAME} beside {LOCK_NAME} (there is none)", LOCK_NAME,
+)  # fmt: skip
+
+
+class VariantRefusal(Record):
+    """Why one variant of a locked kernel is refused: ``kind`` and what was expected and found.
+
+    Kinds: ``"unsigned"`` (no bundle while signatures are required), ``"invalid"`` (a bundle
+    that does not verify under the trusted root), ``"not-allowed"`` (signed by someone the
+    policy's ``rule`` list, ``"identities"`` or ``"kernel-identities"``, does not name),
+    ``"signer-mismatch"`` (not the signer the lock records), ``"digest"`` (``path`` does not
+    match the metadata.json digest; no ``path``: the digest itself is malformed). The words
+    naming where the policy is written come from the caller, as a :class:`PolicyPlace`."""
+
+    __slots__ = ("repo_id", "variant", "kind", "expected", "found", "path", "rule")
     repo_id: str
     variant: str
-    kind: str  # "invalid", "not-allowed", "unsigned", "digest"
+    kind: str
     expected: str
     found: str
+    path: str | None
+    rule: str | None
 
-    def __init__(self, repo_id: str, variant: str, kind: str, expected: str, found: str) -> None:
-        self._init(repo_id, variant, kind, expected, found)
+    def __init__(self, repo_id: str, variant: str, kind: str, expected: str, found: str, path: str | None = None,
+                 rule: str | None = None) -> None:  # fmt: skip
+        self._init(repo_id, variant, kind, expected, found, path, rule)
 
-    def describe(self) -> str:
-        return f"{self.repo_id} build {self.variant}: expected {self.expected}; found {self.found}"
+    def describe(self, place: PolicyPlace = PROJECT_POLICY) -> str:
+        expected = self.expected
+        if self.kind == "unsigned":
+            expected = f"{expected} ({place.require}{place.where})"
+        elif self.kind == "not-allowed":
+            expected = f"a signer of {place.allowed_list(self.rule, self.repo_id)}: {expected}"
+        return f"{self.repo_id} build {self.variant}: expected {expected}; found {self.found}"
+
+    def hint(self, place: PolicyPlace = PROJECT_POLICY) -> str:
+        """What to do about this refusal, in the caller's words."""
+        if self.kind == "digest":
+            return "ask the kernel's owners to publish a build whose files match its metadata.json digest"
+        if self.kind == "not-allowed":
+            return f"if you trust this signer, add it to {place.allowed_list(self.rule, self.repo_id)}{place.where}"
+        if self.kind == "unsigned":
+            return f"choose a version whose builds are signed, or drop {place.require}{place.where}"
+        if self.kind == "signer-mismatch":
+            return (f"{LOCK_NAME} records a signer this build does not prove: restore {LOCK_NAME} from version "
+                    f"control, or run 'kernels lock --upgrade-package {self.repo_id}' and review the signer it records")
+        return (f"if the kernel is signed under a Sigstore of its own, name its trusted root in "
+                f"{place.trusted_root}{place.where}; otherwise ask the kernel's owners to sign the build again")
 
 
 def variant_signer(
@@ -51,8 +120,7 @@ def variant_signer(
     """The verified signer of one variant (None when it is unsigned and that is allowed), or why it is refused."""
     if bundle is None:
         if policy.require:
-            where = f"[tool.kernels.trust] require-signatures = true in {PYPROJECT_NAME}"
-            return None, VariantRefusal(repo_id, variant, "unsigned", f"a signed metadata.json ({where})",
+            return None, VariantRefusal(repo_id, variant, "unsigned", "a signed metadata.json",
                                         "no metadata.json.sigstore")  # fmt: skip
         return None, None
     if metadata is None:
@@ -72,10 +140,11 @@ def variant_signer(
                                         exc.reason)  # fmt: skip
         # Signed, by someone else: say who, by the facts of the certificate that failed the policy.
         certified = _unchecked_signer(metadata, bundle, policy)
-        reason = policy.problem(repo_id, certified.issuer, certified.repository, certified.workflow, certified.ref)
-        expected, _, found = (reason or exc.reason).partition("; found ")
-        return None, VariantRefusal(repo_id, variant, "not-allowed", expected.removeprefix("expected "),
-                                    f"a signature by {found or certified.identity} ({certified.identity})")  # fmt: skip
+        facts = (certified.issuer, certified.repository, certified.workflow, certified.ref)
+        rule, identities = policy.refused_by(repo_id, *facts) or ("identities", policy.identities)
+        expected = " or ".join(i.describe() for i in identities) or exc.reason
+        found = f"a signature by {describe_signer(*facts)} ({certified.identity})"
+        return None, VariantRefusal(repo_id, variant, "not-allowed", expected, found, rule=rule)
     signer = VariantSigner(
         issuer=certified.issuer, identity=certified.identity, repository=certified.repository,
         workflow=certified.workflow, ref=certified.ref, metadata_sha256=hashlib.sha256(metadata).hexdigest(),
@@ -114,12 +183,16 @@ def _digest_refusal(repo_id: str, variant: str, mismatch: digests.Mismatch) -> V
     if not mismatch.expected:
         expected = f"no {mismatch.path} (not in the digest)"
     found = f"{mismatch.got}" if mismatch.got else "no such file"
-    return VariantRefusal(repo_id, variant, "digest", expected, found)
+    return VariantRefusal(repo_id, variant, "digest", expected, found, path=mismatch.path)
 
 
-def digest_problems(metadata_bytes: bytes, files: Mapping[str, bytes | Path]) -> list[digests.Mismatch]:
+def digest_problems(
+    metadata_bytes: bytes, files: Mapping[str, bytes | Path], known: Mapping[str, str | None] | None = None
+) -> list[digests.Mismatch]:
     """Every file of a variant (relative path -> its bytes or file) against the digest its
-    ``metadata.json`` bytes declare; empty when there is none. ValueError when the digest is malformed."""
+    ``metadata.json`` bytes declare; empty when there is none. ``known`` gives a file's content
+    hash already proven from its bytes (an LFS file's SHA-256 hex), which a SHA-256 digest
+    takes without reading the file again. ValueError when the digest is malformed."""
     try:
         parsed = jsondoc.loads(metadata_bytes)
     except jsondoc.JSONDocumentError as exc:
@@ -130,6 +203,10 @@ def digest_problems(metadata_bytes: bytes, files: Mapping[str, bytes | Path]) ->
     found = {}
     for path, content in files.items():
         if digests.is_covered(path):
+            proven = (known or {}).get(path)
+            if digest.algorithm == "sha256" and proven is not None and len(proven) == 64:
+                found[path] = digests.from_hex(proven)
+                continue
             data = content if isinstance(content, bytes) else Path(content).read_bytes()
             found[path] = digests.file_digest(digest.algorithm, data)
     return digests.compare(digest, found)
@@ -180,22 +257,25 @@ def _judge_variant(
     return signer, problems
 
 
-def refusal(refused: Sequence[VariantRefusal]) -> SignatureError | DigestMismatchError:
-    """One line naming every refused variant, what was expected and what was found."""
-    kind = DigestMismatchError if all(r.kind == "digest" for r in refused) else SignatureError
-    one = len({(r.repo_id, r.variant) for r in refused}) == 1
-    if kind is DigestMismatchError:
-        what = "does not match its digest" if one else "do not match their digest"
-    else:
-        what = "is not signed as the project requires" if one else "are not signed as the project requires"
-    parts = "; ".join(r.describe() for r in refused)
-    hint = (
-        "ask the kernel's owners to publish a build whose files match its metadata.json digest"
-        if kind is DigestMismatchError
-        else f"if you trust this signer, add it to [tool.kernels.trust] identities in {PYPROJECT_NAME}"
-    )
+def refusal(
+    refused: Sequence[VariantRefusal], outcome: str = f"{LOCK_NAME} not written", place: PolicyPlace = PROJECT_POLICY
+) -> SignatureError | DigestMismatchError:
+    """One line naming every refused variant, what was expected and found, and what to do;
+    ``outcome`` is the caller's own (what it did not do), ``place`` where its policy is written.
+    The error carries the records as ``refused``."""
+    digest_only = all(r.kind == "digest" for r in refused)
+    kind = DigestMismatchError if digest_only else SignatureError
     count = len({(r.repo_id, r.variant) for r in refused})
-    return kind(f"{LOCK_NAME} not written: {count} build{'' if one else 's'} {what}: {parts}; {hint}")
+    one = count == 1
+    if digest_only:
+        what = "does not match its digest" if one else "do not match their digest"
+    elif all(r.kind == "signer-mismatch" for r in refused):
+        what = f"{'is' if one else 'are'} not signed as {LOCK_NAME} records"
+    else:
+        what = f"{'is' if one else 'are'} not signed as {place.requirer} requires"
+    parts = "; ".join(r.describe(place) for r in refused)
+    hints = "; ".join(dict.fromkeys(r.hint(place) for r in refused))
+    return kind(f"{outcome}: {count} build{'' if one else 's'} {what}: {parts}; {hints}", refused)
 
 
 def signer_line(signer: VariantSigner) -> str:
@@ -209,34 +289,48 @@ def signer_json(signer: VariantSigner | None) -> dict | None:
 
 
 def check_cached_variant(
-    kernel: LockedKernel, variant: str, folder: Path, paths: Iterable[str], policy: SignaturePolicy | None
+    kernel: LockedKernel, variant: str, folder: Path, files: Mapping[str, str | None] | Iterable[str],
+    policy: SignaturePolicy | None = None,
 ) -> list[VariantRefusal]:
-    """A cached variant (its files, already proven to be the locked bytes, under ``folder``)
-    against the digest its ``metadata.json`` declares, and its bundle verified again, offline,
-    under the policy's trusted root, to the signer the lock records (only given a ``policy``:
-    the trusted root is the project's to name); every problem found."""
-    paths = sorted(paths)
-    meta_path = folder / digests.METADATA_NAME
-    metadata = meta_path.read_bytes() if digests.METADATA_NAME in paths else None
+    """A variant's files under ``folder`` (already proven to be the locked bytes; a mapping gives
+    each file's proven content hash) against the digest its ``metadata.json`` declares and, when
+    the lock records its signer, its bundle verified offline under ``policy`` (None: the default
+    policy, Sigstore's public-good root) to exactly that signer; every problem found. What
+    ``kernels download`` admits into the cache, ``verify`` reports and the loader imports."""
+    policy = policy if policy is not None else SignaturePolicy()
+    known: dict[str, str | None] = dict(files) if isinstance(files, Mapping) else dict.fromkeys(files)
+    paths = sorted(known)
+    metadata = (folder / digests.METADATA_NAME).read_bytes() if digests.METADATA_NAME in known else None
     found: list[VariantRefusal] = []
     recorded = kernel.signatures.get(variant)
-    if recorded is not None and policy is not None:
-        bundle = (folder / digests.BUNDLE_NAME).read_bytes() if digests.BUNDLE_NAME in paths else None
+    if recorded is not None:
+        bundle = (folder / digests.BUNDLE_NAME).read_bytes() if digests.BUNDLE_NAME in known else None
+        expected = f"the signer {LOCK_NAME} records ({signer_line(recorded)})"
         if bundle is None or metadata is None:
             missing = digests.BUNDLE_NAME if bundle is None else digests.METADATA_NAME
-            return [VariantRefusal(kernel.repo_id, variant, "invalid", f"the signed build {LOCK_NAME} records",
-                                   f"no {missing}")]  # fmt: skip
+            return [VariantRefusal(kernel.repo_id, variant, "signer-mismatch", expected, f"no {missing}")]
         signer, refused = variant_signer(kernel.repo_id, variant, metadata, bundle, policy)
         if refused is not None:
             found.append(refused)
         elif signer != recorded:
-            found.append(VariantRefusal(kernel.repo_id, variant, "invalid", f"the signer {LOCK_NAME} records "
-                                        f"({signer_line(recorded)})", f"a bundle signed by {signer_line(signer)}"))
+            assert signer is not None
+            found.append(VariantRefusal(kernel.repo_id, variant, "signer-mismatch", expected,
+                                        f"a bundle signed by {_signed_by(signer, recorded)}"))  # fmt: skip
     if metadata is not None:
         try:
-            mismatches = digest_problems(metadata, {rel: folder / rel for rel in paths})
+            mismatches = digest_problems(metadata, {rel: folder / rel for rel in paths}, known)
         except (ValueError, digests.InvalidDigest) as exc:
             return found + [VariantRefusal(kernel.repo_id, variant, "digest", "a digest as kernel-builder writes it",
                                            str(exc))]  # fmt: skip
         found += [_digest_refusal(kernel.repo_id, variant, m) for m in mismatches]
     return found
+
+
+def _signed_by(signer: VariantSigner, recorded: VariantSigner) -> str:
+    """The signer a bundle proves, and what else differs from the lock's record."""
+    line = signer_line(signer)
+    if line == signer_line(recorded) and signer.metadata_sha256 != recorded.metadata_sha256:
+        return f"{line}, over a metadata.json of SHA-256 {signer.metadata_sha256} ({LOCK_NAME}: {recorded.metadata_sha256})"
+    if line == signer_line(recorded):
+        return f"{line} (identity {signer.identity}; {LOCK_NAME}: {recorded.identity})"
+    return line
