@@ -23,7 +23,7 @@ from tests.fixtures.cli import run_kernels
 from tests.fixtures.schemas import validated
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-PACKAGE = "kernels_test_startup"
+PACKAGE = "kernels_test_startup_o2"
 LOAD = (
     "import sys; from kernel_deps import load_kernel; from kernel_deps.core.errors import KernelDepsError\n"
     "try:\n    m = load_kernel('kernels-test/startup', lockfile=sys.argv[1])\n"
@@ -93,7 +93,7 @@ def test_a_hostile_record_is_never_trusted_and_is_named(site, tmp_path, change, 
     result = load(project, target, tmp_path)
     assert result.returncode == 1
     assert "is not in the cache" in result.stderr
-    assert "not used: the installed wheel kernels-test-startup" in result.stderr
+    assert "not used: the installed wheel kernels-test-startup-o2" in result.stderr
     assert f"kernel_deps.json {reason}" in result.stderr and "Traceback" not in result.stderr
 
 
@@ -153,7 +153,7 @@ def test_verify_names_each_installed_file_that_differs(site, monkeypatch) -> Non
     problems = {(p["kind"], p["path"]) for p in validated(result, "verify")["problems"]}
     assert problems == {("wheel-modified", "startup/_ops.py"), ("wheel-extra", "startup/extra.py")}
     text = run_kernels("verify", str(project))
-    assert "the installed wheel kernels-test-startup 1.0.0 (" in text.stdout
+    assert "the installed wheel kernels-test-startup-o2 1.0.0 (" in text.stdout
     assert "startup/_ops.py was modified" in text.stdout
     assert "reinstall the wheels 'kernels to-wheel' writes" in text.stdout
 
