@@ -52,7 +52,7 @@ def load(project: Path, target: Path, tmp_path: Path) -> subprocess.CompletedPro
     env.update(HF_HUB_OFFLINE="1", KERNELS_CACHE=str(tmp_path / "empty"),
                PYTHONPATH=os.pathsep.join([str(SRC), str(target)]))  # fmt: skip
     return subprocess.run([sys.executable, "-c", LOAD, str(project / "kernels.lock")], env=env, capture_output=True,
-                          text=True, cwd=tmp_path)  # fmt: skip
+                          text=True, cwd=tmp_path, timeout=120)  # fmt: skip
 
 
 def record_path(target: Path) -> Path:
@@ -69,7 +69,13 @@ def test_a_build_of_the_older_layout_loads_from_its_installed_wheel(site, tmp_pa
 
 
 def rewrite(target: Path, change) -> None:
+    """The record changed: a new text (or a function of the record), or "fifo" / "link:PATH"
+    to put a FIFO or a symbolic link in its place."""
     path = record_path(target)
+    if change == "fifo" or str(change).startswith("link:"):
+        path.unlink()
+        os.mkfifo(path) if change == "fifo" else path.symlink_to(change.removeprefix("link:"))
+        return
     record = json.loads(path.read_text())
     path.write_text(change(record) if callable(change) else change)
 
@@ -85,6 +91,9 @@ def rewrite(target: Path, change) -> None:
          "files['startup/__init__.py'] is not a git blob"),
         (lambda r: json.dumps({**r, "repo_id": "kernels-test/other"}), "names 'kernels-test/other'"),
         (lambda r: json.dumps([r]), "is not an object with schema_version 1"),
+        # Never read whole, never waited on: a link to an endless device, a FIFO nobody writes.
+        ("link:/dev/zero", "cannot be read (a character device, not a regular file)"),
+        ("fifo", "cannot be read (a FIFO, not a regular file)"),
     ],
 )
 def test_a_hostile_record_is_never_trusted_and_is_named(site, tmp_path, change, reason) -> None:
