@@ -11,6 +11,7 @@ into both packages.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import sysconfig
@@ -229,6 +230,24 @@ def test_an_invalid_lock_or_pyproject_fails_the_build_naming_the_file(tmp_path, 
     # One parser reads pyproject.toml for builds and `kernels lock` alike, so the line is named.
     with pytest.raises(PyprojectError, match=r"pyproject.toml:1: invalid TOML"):
         lock_for_build(project)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_lock_that_is_no_regular_file_fails_the_build_at_once_naming_it(tmp_path, no_opt_out, kind) -> None:
+    # Not "does not exist" (a warning, and a wheel without its lock), never a wait on the FIFO.
+    import signal
+
+    project = write_project(tmp_path, {ROTARY: "<1.1"})
+    lock = project / "kernels.lock"
+    os.mkfifo(lock) if kind == "fifo" else lock.symlink_to("/dev/zero")
+    why = "a FIFO, not a regular file" if kind == "fifo" else "a character device, not a regular file"
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("lock_for_build waited on the file"))
+    signal.alarm(30)
+    try:
+        with pytest.raises(LockfileError, match=rf"^{lock}: cannot read \({why}\)"):
+            lock_for_build(project)
+    finally:
+        signal.alarm(0)
 
 
 def test_an_unpacked_sdist_uses_the_lock_from_its_metadata(tmp_path, no_opt_out) -> None:

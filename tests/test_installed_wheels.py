@@ -23,7 +23,7 @@ from tests.fixtures.cli import run_kernels
 from tests.fixtures.schemas import validated
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-PACKAGE = "kernels_test_startup"
+PACKAGE = "kernels_test_startup_o2"
 LOAD = (
     "import sys; from kernel_deps import load_kernel; from kernel_deps.core.errors import KernelDepsError\n"
     "try:\n    m = load_kernel('kernels-test/startup', lockfile=sys.argv[1])\n"
@@ -52,7 +52,7 @@ def load(project: Path, target: Path, tmp_path: Path) -> subprocess.CompletedPro
     env.update(HF_HUB_OFFLINE="1", KERNELS_CACHE=str(tmp_path / "empty"),
                PYTHONPATH=os.pathsep.join([str(SRC), str(target)]))  # fmt: skip
     return subprocess.run([sys.executable, "-c", LOAD, str(project / "kernels.lock")], env=env, capture_output=True,
-                          text=True, cwd=tmp_path)  # fmt: skip
+                          text=True, cwd=tmp_path, timeout=120)  # fmt: skip
 
 
 def record_path(target: Path) -> Path:
@@ -69,7 +69,13 @@ def test_a_build_of_the_older_layout_loads_from_its_installed_wheel(site, tmp_pa
 
 
 def rewrite(target: Path, change) -> None:
+    """The record changed: a new text (or a function of the record), or "fifo" / "link:PATH"
+    to put a FIFO or a symbolic link in its place."""
     path = record_path(target)
+    if change == "fifo" or str(change).startswith("link:"):
+        path.unlink()
+        os.mkfifo(path) if change == "fifo" else path.symlink_to(change.removeprefix("link:"))
+        return
     record = json.loads(path.read_text())
     path.write_text(change(record) if callable(change) else change)
 
@@ -85,6 +91,9 @@ def rewrite(target: Path, change) -> None:
          "files['startup/__init__.py'] is not a git blob"),
         (lambda r: json.dumps({**r, "repo_id": "kernels-test/other"}), "names 'kernels-test/other'"),
         (lambda r: json.dumps([r]), "is not an object with schema_version 1"),
+        # Never read whole, never waited on: a link to an endless device, a FIFO nobody writes.
+        ("link:/dev/zero", "cannot be read (a character device, not a regular file)"),
+        ("fifo", "cannot be read (a FIFO, not a regular file)"),
     ],
 )
 def test_a_hostile_record_is_never_trusted_and_is_named(site, tmp_path, change, reason) -> None:
@@ -93,7 +102,7 @@ def test_a_hostile_record_is_never_trusted_and_is_named(site, tmp_path, change, 
     result = load(project, target, tmp_path)
     assert result.returncode == 1
     assert "is not in the cache" in result.stderr
-    assert "not used: the installed wheel kernels-test-startup" in result.stderr
+    assert "not used: the installed wheel kernels-test-startup-o2" in result.stderr
     assert f"kernel_deps.json {reason}" in result.stderr and "Traceback" not in result.stderr
 
 
@@ -153,7 +162,7 @@ def test_verify_names_each_installed_file_that_differs(site, monkeypatch) -> Non
     problems = {(p["kind"], p["path"]) for p in validated(result, "verify")["problems"]}
     assert problems == {("wheel-modified", "startup/_ops.py"), ("wheel-extra", "startup/extra.py")}
     text = run_kernels("verify", str(project))
-    assert "the installed wheel kernels-test-startup 1.0.0 (" in text.stdout
+    assert "the installed wheel kernels-test-startup-o2 1.0.0 (" in text.stdout
     assert "startup/_ops.py was modified" in text.stdout
     assert "reinstall the wheels 'kernels to-wheel' writes" in text.stdout
 

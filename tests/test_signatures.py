@@ -470,9 +470,18 @@ def test_get_kernel_holds_what_it_resolves_to_the_policy_the_caller_passes(hub_e
 
     repo_id = add_signed(hub_env, "sig-get-kernel", sigstore)
     root = sigstore.write_trusted_root(tmp_path / "trusted_root.json")
-    allowed = SignaturePolicy(trusted_root=root, require=True, identities=(Allowed(repo_id, WORKFLOW, MAIN),))
+    # As a library caller writes it: the root's path as a str, the identities as a list.
+    allowed = SignaturePolicy(trusted_root=str(root), require=True, identities=[Allowed(repo_id, WORKFLOW, MAIN)])
+    assert allowed == SignaturePolicy(trusted_root=root, require=True, identities=(Allowed(repo_id, WORKFLOW, MAIN),))
     module = get_kernel(repo_id, version=1, backend="cpu", trust_remote_code=True, signature_policy=allowed)
     assert module.__kernel_origin__.variant == CPU_VARIANT
+    for bad, named in (({"trusted_root": 42}, "trusted_root=42): expected the path of a Sigstore trusted root"),
+                       ({"trusted_root": ""}, "trusted_root=''): expected the path"),
+                       ({"identities": repo_id}, f"identities='{repo_id}'): expected a list of"),
+                       ({"require": "yes"}, "require='yes'): expected True or False")):  # fmt: skip
+        with pytest.raises(UsageError) as refused_:
+            SignaturePolicy(**bad)
+        assert str(refused_.value).startswith("SignaturePolicy(" + named), str(refused_.value)
 
     # Refused in the caller's words: no lock, no pyproject.toml.
     other = SignaturePolicy(trusted_root=root, identities=(Allowed(repo_id, ".github/workflows/other.yml", MAIN),))

@@ -11,6 +11,8 @@ installed wheel and checks it against pure torch.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import shutil
@@ -26,6 +28,7 @@ from packaging.version import Version
 
 from kernel_deps.core.hashing import variant_hash
 from kernel_deps.lock.read import read_lock
+from tests.fixtures.builder import UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.img2gray_kernel import REPO_ID, cpu_variant_name
 from tests.fixtures.package_index import PackageIndex, pip_install
@@ -34,7 +37,7 @@ from tests.fixtures.schemas import validated
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
-IMPORT_NAME = "kernels_test_img2gray"
+IMPORT_NAME = "kernels_test_img2gray_o2"
 
 
 def app_env(tmp_path: Path, target: Path) -> dict[str, str]:
@@ -140,7 +143,7 @@ def test_a_changed_installed_file_is_refused_naming_it(installed, tmp_path) -> N
                             capture_output=True, text=True)  # fmt: skip
     assert result.returncode == 1
     assert "refusing to load kernels-test/img2gray" in result.stderr
-    assert f"the installed wheel kernels-test-img2gray 1.1.0+" in result.stderr
+    assert f"the installed wheel kernels-test-img2gray-o2 1.1.0+" in result.stderr
     assert "__init__.py modified (expected " in result.stderr
     assert "planted" not in result.stdout and "Traceback" not in result.stderr
 
@@ -170,7 +173,7 @@ def test_the_wheel_holds_exactly_the_locked_bytes_with_a_valid_record(app_wheels
     (wheel,) = wheels.glob("*.whl")
     name, version, build, tags = parse_wheel_filename(wheel.name)
     variant = cpu_variant_name()
-    assert name == canonicalize_name("kernels-test-img2gray")
+    assert name == canonicalize_name("kernels-test-img2gray-o2")
     assert version == Version(f"1.1.0+{variant.removesuffix('-x86_64-linux').replace('-', '.')}")
     assert {str(t) for t in tags} == {"cp39-abi3-manylinux_2_28_x86_64"}
     assert tags & set(sys_tags())  # pip on this machine takes it
@@ -180,7 +183,7 @@ def test_the_wheel_holds_exactly_the_locked_bytes_with_a_valid_record(app_wheels
         info_dir = f"{IMPORT_NAME}-{version}.dist-info"
         record = json.loads(archive.read(f"{info_dir}/kernel_deps.json"))
         metadata = archive.read(f"{info_dir}/METADATA").decode()
-        rows = [line.split(",") for line in archive.read(f"{info_dir}/RECORD").decode().splitlines()]
+        rows = list(csv.reader(io.StringIO(archive.read(f"{info_dir}/RECORD").decode())))
         package = {i.filename.removeprefix(f"{IMPORT_NAME}/"): archive.read(i) for i in infos
                    if i.filename.startswith(f"{IMPORT_NAME}/")}  # fmt: skip
         import base64
@@ -200,7 +203,7 @@ def test_the_wheel_holds_exactly_the_locked_bytes_with_a_valid_record(app_wheels
     assert record["hash"] == locked.variants[variant].hash == variant_hash(record["files"].items())
     assert sorted(package) == sorted(record["files"])  # exactly the variant's files, no bytecode
     assert "Requires-Dist: torch==2.13.*" in metadata.splitlines()
-    assert "Name: kernels-test-img2gray" in metadata.splitlines()
+    assert "Name: kernels-test-img2gray-o2" in metadata.splitlines()
 
 
 def test_requirements_pin_every_wheel_by_version_and_hash(app_wheels) -> None:
@@ -211,7 +214,7 @@ def test_requirements_pin_every_wheel_by_version_and_hash(app_wheels) -> None:
     _, version, _, _ = parse_wheel_filename(wheel.name)
     text = (wheels / "requirements.txt").read_text()
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    assert f"kernels-test-img2gray=={version} \\\n    --hash=sha256:{digest}\n" in text
+    assert f"kernels-test-img2gray-o2=={version} \\\n    --hash=sha256:{digest}\n" in text
 
 
 def test_transitive_kernels_get_wheels_that_require_each_other(hub_env, tmp_path) -> None:
@@ -223,7 +226,7 @@ def test_transitive_kernels_get_wheels_that_require_each_other(hub_env, tmp_path
     report = validated(result, "to-wheel")
     by_repo = {w["repo_id"]: w for w in report["wheels"]}
     assert sorted(by_repo) == ["kernels-test/activation", "kernels-test/layer-norm"]
-    assert by_repo["kernels-test/layer-norm"]["requires"] == ["torch==2.13.*", "kernels-test-activation==1.2.0"]
+    assert by_repo["kernels-test/layer-norm"]["requires"] == ["torch==2.13.*", "kernels-test-activation-o2==1.2.0"]
     # activation 1.2.0's stable-ABI build serves the target before its exact one, as the loader picks.
     assert by_repo["kernels-test/activation"]["variant"] == "torch-stable-abi29-cu128-x86_64-linux"
     assert by_repo["kernels-test/activation"]["requires"] == ["torch>=2.9"]
@@ -310,6 +313,72 @@ def test_all_variants_writes_every_locked_build_and_no_requirements_file(hub_env
         w["file"] for w in report["wheels"]
     )
     assert "Wrote 4 wheels to" in run_kernels("to-wheel", str(project), "-o", str(wheels), "--all-variants").stdout
+
+
+# Repo ids whose wheels the old rule ("/" as "-", PEP 503-normalized) gave one name: one wheel
+# lost, requirements.txt pinning one name twice, both packages in one site-packages folder.
+CONFUSABLE = {"kt/kernels-x": "kt-kernels-x-o1", "kt-kernels/x": "kt-kernels-x-o2",
+              "kt/dot.x": "kt-dot-x-o1x68", "kt/dot_x": "kt-dot-x-o1x4g"}  # fmt: skip
+
+
+def test_repos_the_old_names_confused_install_side_by_side_from_an_index_and_each_loads(hub_env, tmp_path) -> None:
+    for repo_id in CONFUSABLE:  # one of them ships a file whose name needs quoting in RECORD
+        extra = ((("a,b.py", b"COMMA = True\n"),) if repo_id == "kt/kernels-x" else ())
+        hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(UNIVERSAL_VARIANT,), extra_files=extra),)))
+    project = write_project(tmp_path / "app", {repo_id: ">=1" for repo_id in CONFUSABLE}, locked=True,
+                            trusted=("kt", "kt-kernels"))  # fmt: skip
+    wheels = tmp_path / "wheels"
+    result = run_kernels("to-wheel", str(project), "-o", str(wheels), "--json")
+    assert result.returncode == 0, result.stderr
+    report = validated(result, "to-wheel")
+    assert {w["repo_id"]: w["name"] for w in report["wheels"]} == CONFUSABLE
+    assert len({w["file"] for w in report["wheels"]}) == 4 == len(list(wheels.glob("*.whl")))
+    pins = [line.split("==")[0] for line in (wheels / "requirements.txt").read_text().splitlines() if "==" in line]
+    assert sorted(pins) == sorted(CONFUSABLE.values())  # each name pinned once
+    (comma,) = [w["file"] for w in report["wheels"] if w["repo_id"] == "kt/kernels-x"]
+    with zipfile.ZipFile(wheels / comma) as archive:
+        (record,) = [n for n in archive.namelist() if n.endswith(".dist-info/RECORD")]
+        rows = list(csv.reader(io.StringIO(archive.read(record).decode())))
+    assert {len(row) for row in rows} == {3} and "kt_kernels_x_o1/a,b.py" in [row[0] for row in rows]
+
+    packages = tmp_path / "index-packages"
+    shutil.copytree(wheels, packages, ignore=shutil.ignore_patterns("*.txt"))
+    target = tmp_path / "site"
+    with PackageIndex(packages, tmp_path / "index") as index:
+        installed = pip_install(index, wheels / "requirements.txt", target, tmp_path / "pip-home")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert "WARNING" not in installed.stdout + installed.stderr  # pip reads every RECORD row as three fields
+    assert sorted(p.name for p in target.iterdir() if not p.name.endswith(".dist-info")) == sorted(
+        name.replace("-", "_") for name in CONFUSABLE.values())  # fmt: skip
+    probe = (
+        "import sys; from kernel_deps import load_kernel\n"
+        "for repo_id in sys.argv[2:]:\n"
+        "    m = load_kernel(repo_id, lockfile=sys.argv[1]); print(m.describe(), m.__kernel_origin__.path)\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe, str(project / "kernels.lock"), *CONFUSABLE],
+                            env=app_env(tmp_path, target), capture_output=True, text=True)  # fmt: skip
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.splitlines() == [
+        f"{repo_id} 1.0.0 {UNIVERSAL_VARIANT} {target / name.replace('-', '_')}" for repo_id, name in CONFUSABLE.items()
+    ]
+
+
+def test_two_builds_that_would_be_one_wheel_are_refused_naming_both_before_anything_is_fetched(
+    hub_env, tmp_path
+) -> None:
+    # windows x86_64 and amd64 are one platform tag, win_amd64: one wheel file would overwrite the other.
+    builds = ("torch213-cpu-x86_64-windows", "torch213-cpu-amd64-windows")
+    hub_env.add_repo(KernelRepo("kernels-test/two-windows", (Release("1.0.0", variants=builds),)))
+    project = write_project(tmp_path / "app", {"kernels-test/two-windows": ">=1"}, locked=True)
+    wheels = tmp_path / "wheels"
+    result = run_kernels("to-wheel", str(project), "-o", str(wheels), "--all-variants")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "error: no wheels written: kernels-test/two-windows torch213-cpu-amd64-windows and kernels-test/two-windows "
+        "torch213-cpu-x86_64-windows would both be the wheel kernels_test_two_windows_o2-1.0.0+torch213.cpu-*-"
+        "win_amd64.whl; choose the builds with --target"
+    ]
+    assert not wheels.exists() and not list((tmp_path / "hf-cache").rglob("snapshots"))
 
 
 @pytest.mark.cuda

@@ -89,10 +89,11 @@ def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None
 
     rules = rules_from_table(text, kernels_table, requirements, project_dir)
 
+    # Absent is no entry at all: a FIFO or a link to a device in its place is read (and refused) as the lock.
     path = project_dir / LOCK_NAME
-    if not path.is_file() and fallback is not None and fallback.is_file():
+    if not os.path.lexists(path) and fallback is not None and os.path.lexists(fallback):
         path = fallback
-    if not path.is_file():
+    if not os.path.lexists(path):
         if not requirements:
             return BuildLock()
         return BuildLock(warnings=(

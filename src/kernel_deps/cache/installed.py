@@ -2,9 +2,11 @@
 
 A wheel ``kernels to-wheel`` wrote carries ``.dist-info/kernel_deps.json`` (the repo id,
 commit, variant, the lock's variant hash and every file's content hash). Its distribution
-is found by the repo's wheel name (:func:`kernel_deps.core.wheels.distribution_name`)
-among ``importlib.metadata``'s distributions; the record is read as hostile input (one
-JSON parse, every field checked, unsafe paths refused) and trusted only when its files
+is found by the repo's wheel name (:func:`kernel_deps.core.wheels.distribution_name`,
+one name per repo id: no other repo's wheel has it) among the ``.dist-info`` folders on
+``sys.path``, as ``importlib.metadata`` finds them but without importing it; the record is
+read as hostile input (a regular file of at most ``RECORD_LIMIT``, one JSON parse, every
+field checked, unsafe paths refused) and trusted only when its files
 hash, by the ``git_lfs_concat`` rule, to the hash the lock pins. Then every installed file
 of the package is hashed again by the algorithm its recorded hash uses, exactly as
 :func:`kernel_deps.cache.store.check_variant` checks a cached variant, and the result is
@@ -17,16 +19,13 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kernel_deps.cache.store import FileProblem, VariantCheck, content_hash_of, hash_kind
 from kernel_deps.core import jsondoc
+from kernel_deps.core.boundedread import RECORD_LIMIT, read_bounded
 from kernel_deps.core.hashing import is_hashed_path, variant_hash
 from kernel_deps.core.records import Record
 from kernel_deps.core.wheels import KERNEL_RECORD_NAME, KERNEL_RECORD_SCHEMA, distribution_name, import_name
-
-if TYPE_CHECKING:  # imported only once a .dist-info of the name is on sys.path: it costs tens of ms
-    import importlib.metadata
 
 _HASH = r"[0-9a-f]{40}|[0-9a-f]{64}"
 _MAX_FILES = 100_000
@@ -59,19 +58,17 @@ def installed_wheels(repo_id: str, *, on_path: frozenset[str] | None = None) -> 
     """Every installed kernel wheel of ``repo_id`` on ``sys.path``, in path order; a record
     that cannot be read is returned with its ``problem``. ``on_path`` is :func:`dist_info_names`
     when the caller asks for many repos: ``sys.path`` is then listed once, not once per repo."""
-    name = distribution_name(repo_id)
-    if name.replace("-", "_") not in (dist_info_names() if on_path is None else on_path):
+    key = distribution_name(repo_id).replace("-", "_")
+    if key not in (dist_info_names() if on_path is None else on_path):
         return []
-    import importlib.metadata
-
     found: list[InstalledWheel] = []
     seen: set[Path] = set()
-    for dist in importlib.metadata.distributions(name=name):
-        folder = Path(str(dist.locate_file(import_name(repo_id))))
-        if folder in seen:
+    for entry, info in _dist_infos(key):
+        folder = entry / import_name(repo_id)
+        if folder in seen:  # the same folder twice on sys.path, or two records of one package
             continue
         seen.add(folder)
-        found.append(_read(dist, repo_id, folder))
+        found.append(_read(entry / info, repo_id, folder))
     return found
 
 
@@ -128,20 +125,20 @@ def check_installed(wheel: InstalledWheel, expected_hash: str) -> VariantCheck:
     return result(problems, actual, actual_hash)
 
 
-def _read(dist: importlib.metadata.Distribution, repo_id: str, folder: Path) -> InstalledWheel:
-    """The record of one distribution, every field checked; a bad one keeps its problem."""
-    version = str(dist.version) if isinstance(dist.version, str) else "?"
+def _read(info: Path, repo_id: str, folder: Path) -> InstalledWheel:
+    """The record of one ``.dist-info`` folder, every field checked; a bad one keeps its problem."""
+    version = info.name[: -len(".dist-info")].partition("-")[2] or "?"  # <name>-<version>.dist-info
     name = distribution_name(repo_id)
 
     def bad(problem: str) -> InstalledWheel:
         return InstalledWheel(name, version, repo_id, "", "", "", folder, {}, problem)
 
-    try:
-        text = dist.read_text(KERNEL_RECORD_NAME)
-    except (OSError, UnicodeDecodeError) as exc:
-        return bad(f"cannot be read ({exc})")
-    if text is None:
+    try:  # a regular file of at most RECORD_LIMIT: a FIFO or a link to /dev/zero there is refused, not read
+        text = read_bounded(info / KERNEL_RECORD_NAME, RECORD_LIMIT).decode("utf-8")
+    except FileNotFoundError:
         return bad("is absent: not a wheel kernels to-wheel wrote")
+    except (OSError, UnicodeDecodeError) as exc:
+        return bad(f"cannot be read ({exc.strerror if isinstance(exc, OSError) and exc.strerror else exc})")
     try:
         record = jsondoc.loads(text, no_duplicate_keys=True)
     except ValueError as exc:
@@ -174,9 +171,26 @@ def dist_info_names() -> frozenset[str]:
             names = os.listdir(entry or ".")
         except OSError:
             continue
-        dist_infos = (name for name in names if name.endswith(".dist-info"))
-        found.update(re.sub(r"[-_.]+", "_", name.split("-", 1)[0]).lower() for name in dist_infos)
+        found.update(_dist_info_key(name) for name in names if name.endswith(".dist-info"))
     return frozenset(found)
+
+
+def _dist_infos(key: str) -> list[tuple[Path, str]]:
+    """(``sys.path`` entry, ``.dist-info`` folder name) of every distribution named ``key`` (normalized
+    with ``_``), in path order: where importlib.metadata finds them, without its import or its reads."""
+    found = []
+    for entry in sys.path:
+        try:
+            names = sorted(os.listdir(entry or "."))
+        except OSError:
+            continue
+        found += [(Path(entry or "."), name) for name in names
+                  if name.endswith(".dist-info") and _dist_info_key(name) == key]  # fmt: skip
+    return found
+
+
+def _dist_info_key(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name.split("-", 1)[0]).lower()
 
 
 def _unsafe(rel: str) -> bool:

@@ -29,6 +29,7 @@ from typing import Iterable, Literal, Sequence
 
 from kernel_deps.cache.pools import shared_map
 from kernel_deps.core import atomicfile, jsondoc
+from kernel_deps.core.boundedread import RECORD_LIMIT, read_bounded
 from kernel_deps.core.hashing import git_blob_id, git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS, hash_threads
@@ -162,7 +163,7 @@ def _read_manifest(repo: Path, commit: str, variant: str, expected_hash: str) ->
     cannot be read (JSONDocumentError is a ValueError) is no record: the files are still
     hashed and checked against the lock, only not named one by one."""
     try:
-        entries = jsondoc.loads(manifest_path(repo, commit, variant).read_bytes())
+        entries = jsondoc.loads(read_bounded(manifest_path(repo, commit, variant), RECORD_LIMIT))
         files = {str(path): str(digest) for path, digest in entries["files"].items() if is_hashed_path(str(path))}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -327,11 +328,10 @@ def read_blob(repo: Path, content_hash: str, limit: int) -> bytes | None:
     """The bytes of blob ``content_hash`` when it is present, at most ``limit`` bytes and
     hashes to its name; else None (absent, damaged or unreadable: fetch it again)."""
     try:
-        with open(blob_path(repo, content_hash), "rb") as file:
-            data = file.read(limit + 1)
-    except OSError:
+        data = read_bounded(blob_path(repo, content_hash), limit)  # a FIFO planted there is never waited on
+    except OSError:  # RefusedFileError too: not a regular file, or over the limit
         return None
-    return data if len(data) <= limit and content_hash_of_bytes(data, hash_kind(content_hash)) == content_hash else None
+    return data if content_hash_of_bytes(data, hash_kind(content_hash)) == content_hash else None
 
 
 def keep_blob(repo: Path, content_hash: str, data: bytes) -> bool:

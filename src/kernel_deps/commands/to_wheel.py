@@ -41,7 +41,7 @@ from kernel_deps.core.errors import (
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, serving_variant, targets_from_options
-from kernel_deps.core.wheels import WheelSpec, build_wheel, wheel_spec
+from kernel_deps.core.wheels import WheelSpec, build_wheel, shared_names, wheel_spec
 from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:
@@ -197,6 +197,7 @@ def write_wheels(
         variants_for = lambda kernel: variants_for_targets(kernel, targets)  # noqa: E731
     else:
         variants_for = lambda kernel: choose_variants(kernel, all_variants=all_variants, system=system)  # noqa: E731
+    _refuse_shared_names(lock, variants_for)
     download = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress, policy=policy)
     try:
         output.mkdir(parents=True, exist_ok=True)
@@ -275,6 +276,16 @@ def _write_wheel(task: VariantTask, spec: WheelSpec, check: cache.VariantCheck, 
     archive = build_wheel(spec, data, dict(check.files))
     _write_output(output, spec.filename, archive)
     return WrittenWheel(spec, output / spec.filename, hashlib.sha256(archive).hexdigest(), len(archive))
+
+
+def _refuse_shared_names(lock: Lockfile, variants_for: Callable[[LockedKernel], list[str]]) -> None:
+    """UsageError, before a byte is fetched or written, when two of the wheels would share a
+    file, distribution or package name (one would overwrite the other, on disk or in
+    site-packages), naming both."""
+    clashes = shared_names((k.repo_id, k.sha, k.version, v) for k in lock.kernels for v in variants_for(k))
+    if clashes:
+        more = f" (and {len(clashes) - 1} more)" if clashes[1:] else ""
+        raise UsageError(f"no wheels written: {clashes[0]}{more}; choose the builds with --target")
 
 
 def _check_choice(all_variants: bool, targets: Sequence[str], all_targets: bool) -> None:

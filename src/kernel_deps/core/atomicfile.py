@@ -18,8 +18,8 @@ it: a journal is input like any other file in a checkout, and anything else is r
 written at its target (an interrupted edit is finished only in files without links); a file with
 other hard links is rewritten in place so that every link sees the change.
 
-This module imports only the standard library, ``jsondoc`` and ``errors``: the cache and
-the build hooks may use it.
+This module imports only the standard library, ``jsondoc``, ``boundedread`` and ``errors``:
+the cache and the build hooks may use it.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from kernel_deps.core import jsondoc
+from kernel_deps.core.boundedread import JOURNAL_LIMIT, PROJECT_FILE_LIMIT, read_bounded
 from kernel_deps.core.errors import EditJournalError, FileWriteError
 
 __all__ = ["finish_pending", "write_bytes", "write_text", "write_text_if_changed", "write_together"]
@@ -107,7 +108,7 @@ def finish_pending(journal: Path, *, names: Collection[str]) -> bool:
     if not stat.S_ISREG(info.st_mode):
         raise _refused(journal, names, "not a plain file")
     try:
-        record = jsondoc.loads(Path(journal).read_bytes(), no_duplicate_keys=True)
+        record = jsondoc.loads(read_bounded(journal, JOURNAL_LIMIT), no_duplicate_keys=True)
         entries = _journal_entries(record, names)
     except OSError as exc:
         raise _refused(journal, names, f"cannot be read: {exc.strerror or exc}") from None
@@ -123,7 +124,7 @@ def finish_pending(journal: Path, *, names: Collection[str]) -> bool:
         if info is not None and (stat.S_ISLNK(info.st_mode) or info.st_nlink > 1):
             raise _refused(journal, names, f"{name} is a link; an interrupted edit is finished only in plain files")
         try:
-            current = path.read_bytes()
+            current = read_bounded(path, PROJECT_FILE_LIMIT)  # a FIFO in its place is refused, never waited on
         except FileNotFoundError:
             current = None
         except OSError as exc:

@@ -10,9 +10,11 @@ passed in as the strings its certificate (or the lock) records.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kernel_deps.core.errors import UsageError
 from kernel_deps.core.records import Record
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
@@ -63,9 +65,22 @@ class SignaturePolicy(Record):
     # A kernel's own entry in [tool.kernels.dependencies] narrowing the project's identities.
     kernel_identities: Mapping[str, tuple[Identity, ...]]
 
-    def __init__(self, trusted_root: Path | None = None, require: bool = False, identities: tuple[Identity, ...] = (),
-                 kernel_identities: Mapping[str, tuple[Identity, ...]] | None = None) -> None:  # fmt: skip
-        self._init(trusted_root, require, identities, {} if kernel_identities is None else kernel_identities)
+    def __init__(self, trusted_root: str | os.PathLike[str] | None = None, require: bool = False,
+                 identities: Sequence[Identity] = (),
+                 kernel_identities: Mapping[str, Sequence[Identity]] | None = None) -> None:  # fmt: skip
+        # A library caller's policy (get_kernel(signature_policy=...)): a str path as well as a Path,
+        # a list of identities as well as a tuple; anything else is one UsageError naming the argument.
+        if trusted_root is not None:
+            if not isinstance(trusted_root, (str, os.PathLike)) or not os.fspath(trusted_root):
+                raise UsageError(f"SignaturePolicy(trusted_root={trusted_root!r}): expected the path of a Sigstore "
+                                 "trusted root JSON file (a str or a pathlib.Path), or None for Sigstore's own")
+            trusted_root = Path(trusted_root)
+        if not isinstance(require, bool):
+            raise UsageError(f"SignaturePolicy(require={require!r}): expected True or False")
+        identities = _identities(identities, "identities")
+        narrowed = {repo_id: _identities(allowed, f"kernel_identities[{repo_id!r}]")
+                    for repo_id, allowed in (kernel_identities or {}).items()}  # fmt: skip
+        self._init(trusted_root, require, identities, narrowed)
 
     def refused_by(self, repo_id: str, issuer: str, repository: str | None, workflow: str | None,
                    ref: str | None) -> tuple[str, tuple[Identity, ...]] | None:  # fmt: skip
@@ -87,6 +102,13 @@ class SignaturePolicy(Record):
         where = "[tool.kernels.trust] identities" if rule == "identities" else f"{repo_id}'s identities"
         expected = " or ".join(i.describe() for i in allowed)
         return f"expected a signer of {where}: {expected}; found {describe_signer(issuer, repository, workflow, ref)}"
+
+
+def _identities(value: object, argument: str) -> tuple[Identity, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or \
+            not all(isinstance(i, Identity) for i in value):
+        raise UsageError(f"SignaturePolicy({argument}={value!r}): expected a list of kernel_deps.core.signers.Identity")
+    return tuple(value)
 
 
 def describe_signer(issuer: str, repository: str | None, workflow: str | None, ref: str | None) -> str:

@@ -2,11 +2,13 @@
 
 The rules (docs/wheels.md says why):
 
-- distribution name: the repo id, ``/`` as ``-``, normalized as PEP 503 does
-  (``kernels-community/activation`` -> ``kernels-community-activation``); the import name
-  is the same with ``_`` (``kernels_community_activation``; ``_`` first when it would start
-  with a digit), so two organizations' kernels of one name never share a folder in
-  ``site-packages``;
+- distribution name: the repo id's words in lower case joined by ``-``, and a last word
+  that says where the organization ends and, when needed, which letters were capitals and
+  which separators were not a single ``-`` (``kernels-community/activation`` ->
+  ``kernels-community-activation-o2``, ``org/a_b`` -> ``org-a-b-o1x28``); no two repo ids
+  get one name, even after PEP 503 normalization (docs/wheels.md proves it). The import
+  name is the same with ``_`` (``kernels_community_activation_o2``; ``_`` first when it
+  would start with a digit), so no two kernels share a folder in ``site-packages``;
 - version: the locked tag's version (``v1.2.0`` -> ``1.2.0``); a ``vN`` branch gives ``N``
   and any other pin ``0``, both with ``g<commit>`` in the local label, since the public
   version does not tell their commits apart;
@@ -23,9 +25,10 @@ The rules (docs/wheels.md says why):
   ``torch>=2.9`` for a stable-ABI 2.9 build, ``torch`` for noarch ones), and each locked
   kernel dependency at its locked public version (any backend's wheel of it).
 
-:func:`build_wheel` writes the archive reproducibly: entries sorted (``RECORD`` last), every
-time stamp 1980-01-01, permissions 0o644 (0o755 for shared objects), so the same lock gives
-the same bytes. Pure: the caller gives the files' bytes and writes the result.
+:func:`build_wheel` writes the archive reproducibly: entries sorted (``RECORD`` last, CSV
+written by the csv module), every time stamp 1980-01-01, permissions 0o644 (0o755 for
+shared objects), so the same lock gives the same bytes. :func:`shared_names` tells which
+wheels of one run would share a name. Pure: the caller gives the files' bytes and writes the result.
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from kernel_deps.core.records import Record
+from kernel_deps.core.spec import validate_repo_id
 from kernel_deps.core.variants import Variant, parse_variant
 from kernel_deps.core.versions import locked_ref, parse_version_ref
 
@@ -52,16 +56,62 @@ _DARWIN_ARCHS = {"aarch64": "arm64", "x86_64": "x86_64"}
 _WINDOWS_ARCHS = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
+# The name of a repo's kernel wheels (docs/wheels.md, "One name per repo", proves it one-to-one):
+# the repo id's words (its runs of letters and digits) in lower case, joined by "-", then one
+# last word, the tag: "o<N>", the organization being the first N words, and, when the repo id
+# has capitals or separators other than a single "-", "x<base 36>" of the bits that tell them.
+_WORD = r"[A-Za-z0-9]+"
+_SEPARATOR_CODES = {"-": 1, "_": 2, ".": 3}  # 2 bits each; 0 ends a separator
+
+
 def distribution_name(repo_id: str) -> str:
-    """The PEP 503 name of a repo's kernel wheels: ``org/name`` -> ``org-name``, normalized."""
-    return re.sub(r"[-_.]+", "-", repo_id.replace("/", "-")).lower()
+    """The PEP 503 name of a repo's kernel wheels, one per valid repo id and no other repo's:
+    ``kernels-community/activation`` -> ``kernels-community-activation-o2`` (the organization
+    is the first two words); ``org/a_b`` -> ``org-a-b-o1x28`` (the ``_`` and the case of
+    each letter, as bits in base 36). See docs/wheels.md for the rule and its proof."""
+    org, _, name = validate_repo_id(repo_id).partition("/")
+    words = re.findall(_WORD, repo_id)
+    tag = f"o{len(re.findall(_WORD, org))}"
+    bits = _lost_bits(org) + _lost_bits(name)
+    number = int(bits[::-1], 2) if "1" in bits else 0  # the first bit is the least significant
+    if number:
+        tag += "x" + _base36(number)
+    return "-".join([*(word.lower() for word in words), tag])
 
 
 def import_name(repo_id: str) -> str:
     """The package a repo's kernel wheel installs: its distribution name with ``_``, and a
-    leading ``_`` when that starts with a digit (``1org/x`` -> ``_1org_x``), so it imports."""
+    leading ``_`` when that starts with a digit (``1org/x`` -> ``_1org_x_o1``), so it imports."""
     name = distribution_name(repo_id).replace("-", "_")
     return f"_{name}" if name[:1].isdigit() else name
+
+
+def _lost_bits(part: str) -> str:
+    """What lower-casing the words of one part of a repo id and joining them with ``-`` loses,
+    as bits in reading order: per letter 1 for a capital, else 0; per separator between two
+    words 0 for a single ``-``, else 1 and two bits per character (``-`` 01, ``_`` 10, ``.``
+    11, each least significant first) ending with 00."""
+    bits = []
+    for piece in re.findall(r"[A-Za-z0-9]+|[^A-Za-z0-9]+", part):
+        if piece[0].isalnum():
+            bits += ["1" if char.isupper() else "0" for char in piece if char.isalpha()]
+        elif piece == "-":
+            bits.append("0")
+        else:
+            bits.append("1")
+            for char in piece:
+                code = _SEPARATOR_CODES[char]
+                bits += [str(code & 1), str(code >> 1)]
+            bits += ["0", "0"]
+    return "".join(bits)
+
+
+def _base36(number: int) -> str:
+    digits = ""
+    while number:
+        number, digit = divmod(number, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[digit] + digits
+    return digits
 
 
 def public_version(locked_version: str | None, commit: str) -> str:
@@ -181,8 +231,7 @@ def wheel_spec(
     """The wheel of one locked variant; ``dependencies`` maps each locked kernel dependency's
     repo id to its locked version name (as the lock records it, or None)."""
     parsed = _parsed(variant)
-    label = local_label(locked_version, commit, variant)
-    version = public_version(locked_version, commit) + (f"+{label}" if label else "")
+    version = wheel_version(locked_version, commit, variant)
     python, abi = python_tags(parsed, paths)
     requires = [r for r in (torch_requirement(parsed),) if r]
     for dep_repo, dep_version in sorted((dependencies or {}).items()):
@@ -192,6 +241,36 @@ def wheel_spec(
         distribution=distribution_name(repo_id), package=import_name(repo_id), version=version,
         python_tag=python, abi_tag=abi, platform=platform_tag(parsed), requires=tuple(requires),
     )  # fmt: skip
+
+
+def wheel_version(locked_version: str | None, commit: str, variant: str) -> str:
+    """The wheel's version: the public version and, when there is one, ``+`` the local label."""
+    label = local_label(locked_version, commit, variant)
+    return public_version(locked_version, commit) + (f"+{label}" if label else "")
+
+
+def shared_names(wheels: Iterable[tuple[str, str, str | None, str]]) -> list[str]:
+    """One line for each two of ``wheels`` (repo id, commit, locked version, variant) that
+    would share a name: two repos one distribution or import name (never, by the rule
+    above, but a lock is input), or two builds one file name. A file name is told before
+    the build's files are known, so two builds whose name, version and platform tag agree
+    count as one file whatever their Python tags: pip could not tell them apart."""
+    found: list[str] = []
+    owners: dict[tuple[str, str], str] = {}
+    for repo_id, commit, locked_version, variant in wheels:
+        distribution = distribution_name(repo_id)
+        version = wheel_version(locked_version, commit, variant)
+        keys = (
+            (("distribution", distribution), repo_id, f"the distribution {distribution}"),
+            (("package", import_name(repo_id)), repo_id, f"the package {import_name(repo_id)} in site-packages"),
+            (("file", f"{distribution}-{version}-{platform_tag(_parsed(variant))}"), f"{repo_id} {variant}",
+             f"the wheel {distribution.replace('-', '_')}-{version}-*-{platform_tag(_parsed(variant))}.whl"),
+        )  # fmt: skip
+        for key, owner, what in keys:
+            first = owners.setdefault(key, owner)
+            if first != owner:
+                found.append(f"{first} and {owner} would both be {what}")
+    return list(dict.fromkeys(found))
 
 
 def kernel_record(spec: WheelSpec, content_hashes: Mapping[str, str]) -> dict:
@@ -226,9 +305,9 @@ def build_wheel(spec: WheelSpec, files: Mapping[str, bytes], content_hashes: Map
     record = json.dumps(kernel_record(spec, content_hashes), indent=2, sort_keys=True) + "\n"
     entries[f"{info}/{KERNEL_RECORD_NAME}"] = record.encode()
     names = sorted(entries)
-    lines = [f"{name},sha256={_urlsafe_digest(entries[name])},{len(entries[name])}" for name in names]
     record_name = f"{info}/RECORD"
-    entries[record_name] = ("\n".join([*lines, f"{record_name},,"]) + "\n").encode()
+    entries[record_name] = _record([(name, f"sha256={_urlsafe_digest(entries[name])}", str(len(entries[name])))
+                                    for name in names] + [(record_name, "", "")])  # fmt: skip
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name in [*names, record_name]:
@@ -239,6 +318,17 @@ def build_wheel(spec: WheelSpec, files: Mapping[str, bytes], content_hashes: Map
             item.external_attr = (0o100000 | mode) << 16
             archive.writestr(item, entries[name], compresslevel=6)
     return buffer.getvalue()
+
+
+def _record(rows: Sequence[tuple[str, str, str]]) -> bytes:
+    """``RECORD``: CSV as the wheel spec says, written by the csv module, so a path with a
+    comma or a quote (``a,b.py``) is quoted and stays one field for pip's csv reader."""
+    import csv
+    import io
+
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows(rows)
+    return text.getvalue().encode()
 
 
 def _metadata(spec: WheelSpec) -> str:

@@ -2,7 +2,7 @@
 
 :func:`verify_bundle` parses a bundle (v0.3 JSON) with sigstore's bundle model and checks it
 with sigstore's real ``Verifier`` built from a trusted root file
-(``TrustedRoot.from_file``, never a TUF refresh, so no request is ever made): the
+(read once, at most 16 MiB, never a TUF refresh, so no request is ever made): the
 certificate chain to the root's Fulcio CA, the embedded SCT, the transparency log entry
 (its signed timestamp, inclusion proof and checkpoint) and the signature over the exact
 bytes. The signer's allowed identities are then checked on the verified certificate with
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from kernel_deps.core import jsondoc
+from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
 from kernel_deps.core.signers import Identity, github_facts
 
 # What sigstore-python ships of Sigstore's public-good instance, read offline: the trusted
@@ -131,23 +132,33 @@ class _AnyCertificate:
 def _verifier(trusted_root: Path | None) -> Any:
     """sigstore's Verifier for a trusted root file, built once per content."""
     from sigstore.errors import Error as SigstoreError
-    from sigstore.models import TrustedRoot
     from sigstore.verify import Verifier
 
     path = trusted_root or public_good_root()
     try:
-        content = path.read_bytes()
+        # Named by a checkout's pyproject.toml: a regular file of at most the limit, never a FIFO's wait.
+        content = read_bounded(path, PROJECT_FILE_LIMIT)
     except OSError as exc:
-        raise TrustedRootError(f"{path}: cannot read the trusted root: {exc.strerror}") from None
+        raise TrustedRootError(f"{path}: cannot read the trusted root: {exc.strerror or exc}") from None
     key = (str(path), content)
     with _verifiers_lock:
         if key not in _verifiers:
             try:
                 jsondoc.loads(content)
-                _verifiers[key] = Verifier(trusted_root=TrustedRoot.from_file(str(path)))
+                _verifiers[key] = Verifier(trusted_root=_trusted_root_of(content))
             except (jsondoc.JSONDocumentError, SigstoreError, ValueError) as exc:
                 raise TrustedRootError(f"{path}: not a Sigstore trusted root ({_short(exc)})") from None
         return _verifiers[key]
+
+
+def _trusted_root_of(content: bytes) -> Any:
+    """sigstore's TrustedRoot of exactly the bytes read above, built as ``TrustedRoot.from_file``
+    builds it (sigstore 4, which pyproject.toml pins) but without reading the path again: the
+    project's file could have changed since, or become a FIFO or a link to /dev/zero."""
+    from sigstore.models import TrustedRoot
+    from sigstore_models.trustroot import v1 as trustroot_v1
+
+    return TrustedRoot(trustroot_v1.TrustedRoot.from_json(content))
 
 
 def _signer_of(certificate: Any) -> CertifiedSigner:

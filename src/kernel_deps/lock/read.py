@@ -39,6 +39,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, overload
 
+from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
 from kernel_deps.core.errors import LockfileError
 from kernel_deps.core.records import Record
 from kernel_deps.lock.model import Lockfile, load_entries, parse_entries
@@ -177,7 +178,7 @@ def _read_for_load(path: Path) -> LockRead:
 def _read_text(path: Path, *, missing_ok: bool = False) -> str | None:
     """The text of the lock at ``path`` (None when absent and ``missing_ok``); LockfileError otherwise."""
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, PROJECT_FILE_LIMIT)  # a regular file of at most the limit, never a FIFO's wait
     except FileNotFoundError:
         if missing_ok:
             return None

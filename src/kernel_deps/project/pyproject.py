@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
 from kernel_deps.core.errors import InvalidRepoIdError, PyprojectError
 from kernel_deps.core.settings import PYPROJECT_NAME
 from kernel_deps.core.signers import GITHUB_ISSUER, Identity, SignaturePolicy
@@ -308,7 +309,9 @@ def _read_pyproject(project_dir: Path, *, missing_ok: bool) -> str | None:
     # A pending edit is finished only by a command that writes, before it reads (kernel_deps.project.edit).
     refuse_pending_edit(path)
     try:
-        return path.read_bytes().decode("utf-8")
+        # A regular file (through links) of at most PROJECT_FILE_LIMIT, else one line: a link
+        # to /dev/zero or a FIFO in a checkout is never read or waited on.
+        return read_bounded(path, PROJECT_FILE_LIMIT).decode("utf-8")
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         if missing_ok:
             return None
