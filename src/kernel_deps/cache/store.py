@@ -379,12 +379,6 @@ def lock_dir(repo: Path) -> Path:
     return repo.parent / ".locks" / repo.name
 
 
-def variant_lock_path(repo: Path, commit: str, variant: str) -> Path:
-    """The lock file a download of one variant holds while it fetches and places it (and
-    ``kernels cache prune`` while it decides what of the repo goes)."""
-    return lock_dir(repo) / f"{commit}.{variant}.kernel-deps.lock"
-
-
 def partial_lock_path(repo: Path, content_hash: str) -> Path:
     """The lock file a download of blob ``content_hash`` holds (one writer per blob, any process)."""
     folder = lock_dir(repo)
@@ -417,7 +411,7 @@ def place_blob(repo: Path, verified_file: Path, content_hash: str) -> None:
 def variant_lock_path(repo: Path, commit: str, variant: str) -> Path:
     """The lock file held while a variant is placed in (or removed from) ``snapshots/``: by a
     download from before it looks at the cache until it has checked what it placed, and by
-    anything else that changes that variant or the blobs it links."""
+    ``kernels cache prune`` while it decides what of the repo goes."""
     return lock_dir(repo) / f"{commit}.{variant}.kernel-deps.lock"
 
 

@@ -502,11 +502,12 @@ def _fetch_variant_into_cache(
                 return count, size, refused, "not-placed"
             # What was placed, checked again while the lock is held: another process removing
             # blobs meanwhile (a prune that does not take this lock) must not pass for verified.
-            placed = _present(task, root) if refused is not None else None
-            if placed is not None and placed.ok:
+            # Every blob was hashed on arrival or by blob_is_valid: presence and size say enough.
+            gone = _not_in_place(repo, task, listing) if refused is not None else ["a file vanished"]
+            if not gone:
                 break
             if attempt == "again":
-                what = "; ".join(f"{p.path} {p.kind}" for p in placed.problems) if placed else "a file vanished"
+                what = "; ".join(gone)
                 raise DownloadVerificationError(
                     f"{task.label}: placed in the cache, but incomplete there right after ({what}); another "
                     "process removed its files meanwhile (kernels cache prune, or a tool deleting blobs); "
@@ -514,6 +515,21 @@ def _fetch_variant_into_cache(
                 )
     progress.variant_done(task, cached=False, files=count, size=size)
     return count, size, [], "placed"
+
+
+def _not_in_place(repo: Path, task: VariantTask, listing: dict[str, TreeFile]) -> list[str]:
+    """Each file of the placed variant whose blob is no longer there, at the listed size."""
+    folder = cache.variant_dir(repo, task.kernel.sha, task.variant)
+    gone = []
+    for rel, entry in sorted(listing.items()):
+        try:
+            info = os.stat(folder.joinpath(*rel.split("/")))  # through the link, to the blob
+        except OSError:
+            gone.append(f"{rel} missing")
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_size != entry.size:
+            gone.append(f"{rel} modified")
+    return gone
 
 
 def _fetch_blobs(
