@@ -646,16 +646,14 @@ def download_project(
 
     if all_variants and (variants or targets or all_targets):
         raise UsageError("--all-variants downloads every variant; drop --variant, --target and --all-targets")
-    from kernel_deps.lock.freshness import agreement_warning, judge_lock, read_rules, refuse_policy
+    from kernel_deps.lock.freshness import judge_for_use, read_rules
 
     # pyproject.toml read once: its targets, and what it asks of the lock, judged before a byte
     # is fetched the same way for every lock format (none when the lock was copied alone).
     lock_file = Path(project_dir) / LOCK_NAME
     rules = read_rules(Path(project_dir))
     found = read_lock(lock_file, purpose="use")  # ours or kernels <= 0.16's, never rewritten
-    judged = judge_lock(found, rules)
-    refuse_policy(judged, str(lock_file), "refusing to download")
-    warning = agreement_warning(judged, str(lock_file))  # said, not refused: the lock is used as it is
+    warning = judge_for_use(found, rules, str(lock_file), "refusing to download")  # said, not refused
     declared = rules.targets if rules is not None else ()
     chosen_targets = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     lock = found.lock

@@ -126,16 +126,15 @@ def wheels_from_project(
 ) -> ToWheelReport:
     """Wheels of what ``<project_dir>/kernels.lock`` pins, into ``output``: this machine's
     variant of each kernel unless told otherwise, as ``kernels download`` chooses them."""
-    from kernel_deps.lock.freshness import agreement_warning, judge_lock, read_rules, refuse_policy
+    from kernel_deps.lock.freshness import judge_for_use, read_rules
     from kernel_deps.lock.read import read_lock
 
     _check_choice(all_variants, targets, all_targets)
     lock_file = Path(project_dir) / LOCK_NAME
     rules = read_rules(Path(project_dir))  # once: its targets and what it asks of the lock
     found = read_lock(lock_file, purpose="use")
-    judged = judge_lock(found, rules)  # as download judges it, before anything is fetched or written
-    refuse_policy(judged, str(lock_file), "refusing to write wheels")
-    warning = agreement_warning(judged, str(lock_file))
+    # As download judges it, before anything is fetched or written.
+    warning = judge_for_use(found, rules, str(lock_file), "refusing to write wheels")
     declared = rules.targets if rules is not None else ()
     chosen = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     report = write_wheels(found.lock, Path(output), source=str(lock_file), all_variants=all_variants, targets=chosen,

@@ -143,12 +143,10 @@ def _judged(path: Path, origin: str, shown: str) -> LockSource:
     key = (found.text, _stat_key(project_dir / PYPROJECT_NAME))
     known = _judgements.get(path)
     if known is None or known[0] != key:
-        from kernel_deps.lock.freshness import agreement_warning, judge_lock, read_rules, refuse_policy
+        from kernel_deps.lock.freshness import judge_for_use, read_rules
 
         rules = read_rules(project_dir)
-        judged = judge_lock(found, rules)
-        refuse_policy(judged, shown, "refusing to load from it")
-        warning = agreement_warning(judged, shown)
+        warning = judge_for_use(found, rules, shown, "refusing to load from it")
         if warning is not None:
             import warnings
 

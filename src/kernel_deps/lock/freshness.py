@@ -115,6 +115,15 @@ def judge_lock(found: LockRead, rules: ProjectRules | None) -> list[Problem]:
     return problems
 
 
+def judge_for_use(found: LockRead, rules: ProjectRules | None, lock_path: str, doing: str) -> str | None:
+    """:func:`judge_lock` for a consumer that uses the lock as it is (download, to-wheel, the
+    loader): LockPolicyError on a policy finding (:func:`refuse_policy`); else the one-line
+    warning for the agreement findings (:func:`agreement_warning`), or None."""
+    judged = judge_lock(found, rules)
+    refuse_policy(judged, lock_path, doing)
+    return agreement_warning(judged, lock_path)
+
+
 def refuse_policy(problems: Sequence[Problem], lock_path: str, doing: str) -> None:
     """LockPolicyError listing every policy finding of :func:`judge_lock` (none: returns).
 
