@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from kernel_deps.core.records import Record
+from kernel_deps.core.settings import PYPROJECT_NAME
 from kernel_deps.core.signers import SignaturePolicy, describe_signer
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target, missing_targets
@@ -73,7 +74,7 @@ def rules_from_table(text: str, kernels_table: dict[str, Any] | None,
     """The rules of one parse of ``<project_dir>/pyproject.toml`` (``read_kernels_source``'s answer)."""
     from kernel_deps.project.pyproject import signature_policy_from_table, targets_from_table, trust_from_table
 
-    source = str(Path(project_dir) / "pyproject.toml")
+    source = str(Path(project_dir) / PYPROJECT_NAME)
     return ProjectRules(
         source, requirements or (), targets_from_table(kernels_table, text, source),
         trust_from_table(kernels_table, text, source),
