@@ -11,14 +11,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures.peers import env_with_peer, peer_path
-
-KERNELS = str(Path(sys.executable).with_name("kernels"))
+from tests.fixtures.processes import KERNELS
 
 
 def version_line(location: Path) -> str:

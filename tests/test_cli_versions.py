@@ -5,16 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.localhub import free_port
-from tests.fixtures.processes import KERNELS
-
-KERNEL_DEPS = str(Path(sys.executable).with_name("kernel-deps"))
+from tests.fixtures.processes import KERNEL_DEPS, KERNELS
 
 
 def run(*args: str, endpoint: str, **env: str) -> CliResult:

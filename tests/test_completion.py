@@ -5,12 +5,10 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-BIN = Path(sys.executable).parent
+from tests.fixtures.processes import SCRIPTS
 
 
 def completions(line: str, *, program: str = "kernels") -> list[str]:
@@ -27,7 +25,7 @@ def completions(line: str, *, program: str = "kernels") -> list[str]:
         _{program.replace("-", "_")}_completion {program}
         printf '%s\\n' "${{COMPREPLY[@]}}"
     """
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{SCRIPTS}{os.pathsep}{os.environ['PATH']}"}
     result = subprocess.run(["bash", "--norc", "--noprofile", "-c", script], capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
     return [line for line in result.stdout.splitlines() if line]

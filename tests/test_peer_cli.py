@@ -8,20 +8,18 @@ scripts of this checkout run as subprocesses.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures.peers import FULL_VERSIONS, env_with_peer, peer_path
-
-BIN = Path(sys.executable).parent
+from tests.fixtures.processes import SCRIPTS
 PEER_VERSIONS = ["0.16", "0.17"]
 
 
 def run(script: str, *args: str, peer: str | None, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(BIN / script), *args], capture_output=True, text=True, env=env_with_peer(peer, **env), timeout=120
+        [str(SCRIPTS / script), *args], capture_output=True, text=True, env=env_with_peer(peer, **env), timeout=120
     )
 
 
@@ -90,7 +88,7 @@ def test_help_and_version_show_both(peer: str) -> None:
 
 def test_help_beside_it_imports_none_of_it() -> None:
     env = env_with_peer("0.17", PYTHONPROFILEIMPORTTIME="1")
-    result = subprocess.run([str(BIN / "kernels"), "--help"], capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run([str(SCRIPTS / "kernels"), "--help"], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0 and "Hugging Face kernels 0.17.2" in result.stdout
     modules = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in result.stderr.splitlines() if line.startswith("import time:")}
     assert "kernel_deps" in modules and not modules & {"kernels", "huggingface_hub", "torch"}
@@ -103,7 +101,7 @@ def test_a_hugging_face_install_that_cannot_start_is_one_line_not_a_traceback(tm
     broken.mkdir()
     (broken / "sigstore.py").write_text("raise ModuleNotFoundError(\"No module named 'sigstore'\", name='sigstore')\n")
     env = {**env_with_peer(None), "PYTHONPATH": f"{peer_path('0.17')}:{broken}"}
-    result = subprocess.run([str(BIN / "kernels"), "info", "--help"], capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run([str(SCRIPTS / "kernels"), "info", "--help"], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "'kernels info' is not a kernel-deps command" in result.stderr

@@ -14,6 +14,7 @@ from kernel_deps.cache import store as cache
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.faultproxy import by_kind
+from tests.fixtures.processes import KERNELS
 from tests.fixtures.projects import write_project
 from tests.fixtures.schemas import validated
 
@@ -399,9 +400,8 @@ def test_a_sync_killed_at_any_moment_is_completed_by_the_next_run(hub_env, proxy
     proxy.latency = 0.05
     into = tmp_path / "shipped"
     env = {**os.environ, "HF_ENDPOINT": proxy.url}
-    kernels_script = str(Path(sys.executable).with_name("kernels"))
     for delay in (0.4, 0.8, 1.2, 1.6, 2.0, 2.6):
-        process = subprocess.Popen([kernels_script, "sync", "-q", "--into", str(into), str(project)], env=env,
+        process = subprocess.Popen([KERNELS, "sync", "-q", "--into", str(into), str(project)], env=env,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         time.sleep(delay)
         os.killpg(process.pid, signal.SIGKILL)
