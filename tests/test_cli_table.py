@@ -1,9 +1,10 @@
-"""``kernels --help`` lists the commands from :data:`kernel_deps.cli.COMMAND_TABLE` without
-defining them: the table says what the command objects say and where each is defined, and
+"""``kernels --help`` lists the commands from :data:`kernel_deps.cli.group.COMMAND_TABLE`
+without defining them: the table says what the command objects say and where each is
+defined (one module of :mod:`kernel_deps.cli` per verb of :mod:`kernel_deps.commands`), and
 the listing is byte for byte click's own listing of the objects, at any terminal width.
 
 The help runs as real processes: a fresh ``kernels --help`` has defined no command, and one
-that defined every command first (``kernel_deps.cli_commands.COMMANDS``) is the eager
+that defined every command first (``kernel_deps.cli.group.COMMANDS``) is the eager
 group, click listing the command objects themselves.
 """
 
@@ -20,8 +21,7 @@ from pathlib import Path
 import click
 import pytest
 
-from kernel_deps.cli import COMMAND_TABLE, main
-from kernel_deps.cli_commands import COMMANDS
+from kernel_deps.cli.group import COMMAND_TABLE, COMMANDS, main
 from tests.fixtures.processes import KERNELS
 
 BIN = Path(KERNELS).parent
@@ -38,18 +38,25 @@ def test_the_table_says_what_the_commands_say() -> None:
             assert stand_in.get_short_help_str(limit) == command.get_short_help_str(limit), (name, limit)
 
 
+def defined_in(module: str) -> list[str]:
+    """The commands ``kernel_deps.cli.<module>`` defines (a group's subcommands are its own)."""
+    namespace = vars(__import__(f"kernel_deps.cli.{module}", fromlist=["_"]))
+    defined = [value for value in namespace.values() if isinstance(value, click.Command)]
+    below = {id(sub) for group in defined if isinstance(group, click.Group) for sub in group.commands.values()}
+    return sorted(command.name for command in defined if id(command) not in below)
+
+
 def test_each_module_defines_the_commands_the_table_places_in_it() -> None:
-    # Every module of kernel_deps.cli_commands defines exactly the table's commands for it
-    # (a group's subcommands are its own), and no command lives in two modules.
-    package = Path(__import__("kernel_deps.cli_commands").cli_commands.__file__).parent
-    modules = sorted(path.stem for path in package.glob("*.py") if path.stem != "__init__")
-    assert modules == sorted({module for module, _, _ in COMMAND_TABLE.values()})
-    for module in modules:
-        namespace = vars(__import__(f"kernel_deps.cli_commands.{module}", fromlist=["_"]))
-        defined = [value for value in namespace.values() if isinstance(value, click.Command)]
-        below = {id(sub) for group in defined if isinstance(group, click.Group) for sub in group.commands.values()}
-        names = sorted(command.name for command in defined if id(command) not in below)
-        assert names == sorted(name for name, (where, _, _) in COMMAND_TABLE.items() if where == module), module
+    # The table's modules of kernel_deps.cli are the verbs of kernel_deps.commands, one to
+    # one; each defines exactly the table's commands for it, and no other module of the
+    # package defines a command but the group (no command lives in two modules).
+    cli = Path(__import__("kernel_deps.cli").cli.__file__).parent
+    verbs = Path(__import__("kernel_deps.commands").commands.__file__).parent
+    placed = sorted({module for module, _, _ in COMMAND_TABLE.values()})
+    assert placed == sorted(path.stem for path in verbs.glob("*.py") if path.stem != "__init__")
+    for module in sorted(path.stem for path in cli.glob("*.py") if path.stem != "__init__"):
+        expected = [main.name] if module == "group" else [n for n, (where, _, _) in COMMAND_TABLE.items() if where == module]
+        assert defined_in(module) == sorted(expected), module
 
 
 def help_output(script: str, columns: str | None, *, eager: bool) -> tuple[bytes, str]:
@@ -57,14 +64,14 @@ def help_output(script: str, columns: str | None, *, eager: bool) -> tuple[bytes
     entry = "main" if script == "kernels" else "main_kernel_deps"
     code = (
         "import sys\n"
-        + ("from kernel_deps.cli_commands import COMMANDS\n" if eager else "")
+        + ("from kernel_deps.cli.group import COMMANDS\n" if eager else "")
         + f"sys.argv[0] = {str(BIN / script)!r}\n"
-        f"from kernel_deps.entry import {entry}\n"
-        "from kernel_deps.cli import COMMAND_TABLE\n"
-        "modules = {f'kernel_deps.cli_commands.{m}' for m, _, _ in COMMAND_TABLE.values()}\n"
+        f"from kernel_deps.cli.entry import {entry}\n"
+        "from kernel_deps.cli.group import COMMAND_TABLE\n"
+        "modules = {f'kernel_deps.cli.{m}' for m, _, _ in COMMAND_TABLE.values()}\n"
         f"try:\n    {entry}()\n"
         "finally:\n    sys.stderr.write('defined' if modules <= set(sys.modules) else\n"
-        "                     'listed' if 'kernel_deps.cli_commands' not in sys.modules else 'some')\n"
+        "                     'listed' if not (modules | {'kernel_deps.cli.options'}) & set(sys.modules) else 'some')\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     if columns is not None:
@@ -97,7 +104,7 @@ def test_help_is_as_wide_as_shutil_would_make_it(columns: str | None, terminal: 
     # kernel-deps' width, then click's own formatter's (which asks shutil), in one process
     # whose stdout is a terminal of that size (or a pipe).
     code = (
-        "import sys, click\nfrom kernel_deps.cli import _help_width\n"
+        "import sys, click\nfrom kernel_deps.cli.group import _help_width\n"
         "sys.stderr.write(f'{_help_width(None)} {click.HelpFormatter().width} {_help_width(64)} '"
         "f'{click.HelpFormatter(max_width=64).width}')\n"
     )

@@ -12,7 +12,7 @@ from kernel_deps.commands.lock import lock_project
 from kernel_deps.core.errors import ResolutionError
 from kernel_deps.hub.client import HubClient
 from kernel_deps.lock.model import Lockfile
-from kernel_deps.render import change_line
+from kernel_deps.cli.render_lock import change_line
 from tests.fixtures.builder import KernelRepo, Release, git_blob_id
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project

@@ -36,7 +36,7 @@ from kernel_deps.lock.model import (
     write_lockfile,
 )
 from kernel_deps.lock.read import PURPOSES, parse_lock, read_lock
-from kernel_deps.render import change_line
+from kernel_deps.cli.render_lock import change_line
 from tests.fixtures.builder import (
     CPU_VARIANT,
     CUDA_VARIANT,

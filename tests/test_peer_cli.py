@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.peers import FULL_VERSIONS, env_with_peer, peer_path
+from tests.fixtures.peers import FULL_VERSIONS, UNDER_TEST, env_with_peer, peer_path
 from tests.fixtures.processes import SCRIPTS
 PEER_VERSIONS = ["0.16", "0.17"]
 
@@ -100,7 +100,7 @@ def test_a_hugging_face_install_that_cannot_start_is_one_line_not_a_traceback(tm
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "sigstore.py").write_text("raise ModuleNotFoundError(\"No module named 'sigstore'\", name='sigstore')\n")
-    env = {**env_with_peer(None), "PYTHONPATH": f"{peer_path('0.17')}:{broken}"}
+    env = {**env_with_peer(None), "PYTHONPATH": f"{peer_path('0.17')}:{broken}:{UNDER_TEST}"}
     result = subprocess.run([str(SCRIPTS / "kernels"), "info", "--help"], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -13,7 +13,7 @@ from kernel_deps.commands.download import download_project
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.commands.verify import verify_project
 from kernel_deps.lock.read import read_lock
-from kernel_deps.render import note_line
+from kernel_deps.cli.render_lock import note_line
 from tests.fixtures.builder import BuiltRepo, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_deps.cli.group import COMMAND_TABLE
 from tests.fixtures.cached_project import write_cached_project
 from tests.fixtures.processes import HEAVY, imported_modules, top_level
 
@@ -30,9 +31,17 @@ def test_help_imports_neither_huggingface_hub_nor_torch() -> None:
 # options, paths as pathlib's, the error classes and their dataclasses), and shutil,
 # which click's help formatter imports for the terminal's width.
 HELP_DOES_NOT_USE = (
-    "json", "configparser", "base64", "kernel_deps.cli_commands", "pathlib", "dataclasses", "kernel_deps.core.errors",
+    "json", "configparser", "base64", "kernel_deps.cli.options", "pathlib", "dataclasses", "kernel_deps.core.errors",
     "shutil",
 )
+
+
+# Every module of kernel-deps `kernels --help` imports: the console script's entry point, the
+# group, Ctrl-C's handler and the Hugging Face CLI's reader (with its record base).
+HELP_IMPORTS = {
+    "kernel_deps", "kernel_deps.cli", "kernel_deps.cli.entry", "kernel_deps.cli.interrupt", "kernel_deps.cli.group",
+    "kernel_deps.cli.hf", "kernel_deps.core", "kernel_deps.core.records",
+}
 
 
 def test_help_imports_only_what_it_uses() -> None:
@@ -41,16 +50,18 @@ def test_help_imports_only_what_it_uses() -> None:
     assert "Hugging Face kernels library, which is not installed" in result.stdout
     assert "verify    Check that pyproject.toml, kernels.lock and the cache agree..." in result.stdout
     assert not modules & set(HELP_DOES_NOT_USE)
+    assert {name for name in modules if top_level({name}) == {"kernel_deps"}} == HELP_IMPORTS
 
 
 def definitions(modules: set[str]) -> set[str]:
-    """The modules of command definitions (kernel_deps.cli_commands.*) among ``modules``."""
-    return {name.rpartition(".")[2] for name in modules if name.startswith("kernel_deps.cli_commands.")}
+    """The modules of command definitions (those COMMAND_TABLE names in kernel_deps.cli) among ``modules``."""
+    verbs = {module for module, _, _ in COMMAND_TABLE.values()}
+    return {name.rpartition(".")[2] for name in modules if name.rpartition(".")[::2] in {("kernel_deps.cli", v) for v in verbs}}
 
 
 def test_a_commands_help_measures_the_terminal_without_shutil() -> None:
-    # `kernels lock --help` defines lock (with add and remove, beside it) and no other
-    # command; its width is still measured without shutil.
+    # `kernels lock --help` defines lock and no other command; its width is still measured
+    # without shutil.
     narrow, modules = imported_modules("lock", "--help", env_extra={"COLUMNS": "60"})
     wide, _ = imported_modules("lock", "--help", env_extra={"COLUMNS": "200"})
     assert narrow.returncode == wide.returncode == 0, narrow.stderr[-2000:]
@@ -204,7 +215,7 @@ def test_a_command_line_leaves_its_objects_to_the_exit_and_a_library_call_does_n
         "result = CliRunner().invoke(main, ['--version'])\n"
         "assert result.exit_code == 0 and 'kernel-deps' in result.output, result.output\n"
         "assert gc.get_freeze_count() == 0 and gc.get_threshold() == before\n"
-        "sys.argv = ['kernels', *sys.argv[1:]]\nfrom kernel_deps.entry import main as command\ncommand()\n"
+        "sys.argv = ['kernels', *sys.argv[1:]]\nfrom kernel_deps.cli.entry import main as command\ncommand()\n"
     )
     result = subprocess.run([sys.executable, "-c", code, "--version"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -11,7 +11,7 @@ import pytest
 from kernel_deps.cache import store as cache
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.lock.read import read_lock
-from kernel_deps.render import note_line
+from kernel_deps.cli.render_lock import note_line
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import CliResult, run_kernels
 from tests.fixtures.projects import write_project

@@ -1,4 +1,5 @@
-"""``kernels verify``: pyproject.toml, kernels.lock, the cache (and with --online, the Hub) checked."""
+"""``kernels verify``: pyproject.toml, kernels.lock, the cache (and with --online, the Hub) checked; the verb of
+:mod:`kernel_deps.commands.verify`."""
 
 from __future__ import annotations
 
@@ -7,21 +8,21 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli_common import _colour
-from kernel_deps.cli_commands import _JSON_OPTION, _PROJECT_DIR, _QUIET_OPTION, _echo_json, _quiet, _target_options
+from kernel_deps.cli.group import colour, echo_json
+from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, is_quiet, target_options
 
 
 @click.command()
-@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.argument("project_dir", default=".", type=PROJECT_DIR)
 @click.option("--online", is_flag=True,
               help="Also ask the Hub: do the locked commits still exist, do the locked tags and branches still point at them?")
 @click.option("--require-cached", is_flag=True, help="Also fail when this machine's variant of a kernel is not in the cache.")
-@_target_options(
+@target_options(
     "Also fail when the build serving this deployment target is not in the cache (repeatable).",
     "As --target, for every target [tool.kernels] targets declares.",
 )
-@_JSON_OPTION
-@_QUIET_OPTION
+@JSON_OPTION
+@QUIET_OPTION
 def verify(
     project_dir: Path,
     online: bool,
@@ -38,24 +39,24 @@ def verify(
         project_dir, online=online, require_cached=require_cached, targets=targets, all_targets=all_targets
     )
     if as_json:
-        _echo_json(report.to_json())
+        echo_json(report.to_json())
     else:
-        for notice in () if _quiet() else report.notices:
-            click.echo(f"{_colour('note:', fg='yellow')} {notice.message}")
+        for notice in () if is_quiet() else report.notices:
+            click.echo(f"{colour('note:', fg='yellow')} {notice.message}")
         for problem in report.problems:
             click.echo(problem.message)
             if problem.expected is not None or problem.got is not None:
                 click.echo(f"    Expected: {problem.expected or '(none)'}")
                 click.echo(f"    Got:      {problem.got or '(none)'}")
         count = len(report.problems)
-        if _quiet():
+        if is_quiet():
             pass
         elif count:
             click.echo(f"{count} problem{'s' if count != 1 else ''} found")
             if any(p.kind in FILE_KINDS for p in report.problems):
-                click.echo(f"{_colour('hint:', fg='cyan')} the cache differs from kernels.lock; run 'kernels download' to replace what differs")
+                click.echo(f"{colour('hint:', fg='cyan')} the cache differs from kernels.lock; run 'kernels download' to replace what differs")
             if any(p.kind in WHEEL_KINDS for p in report.problems):
-                hint = _colour("hint:", fg="cyan")
+                hint = colour("hint:", fg="cyan")
                 click.echo(f"{hint} an installed kernel wheel differs from kernels.lock; reinstall "
                            "the wheels 'kernels to-wheel' writes from this lock")  # fmt: skip
         else:

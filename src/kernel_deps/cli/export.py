@@ -1,4 +1,4 @@
-"""``kernels export``: the lock in another tool's format."""
+"""``kernels export``: the lock in another tool's format; the verb of :mod:`kernel_deps.commands.export`."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli_commands import _PROJECT_DIR
+from kernel_deps.cli.options import PROJECT_DIR
 
 
 @click.command()
-@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.argument("project_dir", default=".", type=PROJECT_DIR)
 @click.option("--format", "format_name", required=True, metavar="FORMAT",
               help="kernels-0.17: the lock Hugging Face kernels 0.17 reads; kernels-0.16: the one 0.16 and older read.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),

@@ -1,4 +1,4 @@
-"""``kernels sync``: lock when out of date, download, verify, in one step."""
+"""``kernels sync``: lock when out of date, download, verify, in one step; the verb of :mod:`kernel_deps.commands.sync`."""
 
 from __future__ import annotations
 
@@ -7,25 +7,23 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli_commands import (
-    _JSON_OPTION, _PROJECT_DIR, _QUIET_OPTION, _download_progress, _echo_json, _into_option, _notice, _quiet,
-    _render_lock, _target_options,
-)  # fmt: skip
-from kernel_deps.render import change_line
+from kernel_deps.cli.group import echo_json
+from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, into_option, is_quiet, notice, target_options
+from kernel_deps.cli.render_lock import change_line, echo_lock_report
 
 
 @click.command()
-@click.argument("project_dir", default=".", type=_PROJECT_DIR)
+@click.argument("project_dir", default=".", type=PROJECT_DIR)
 @click.option("--locked", is_flag=True,
               help="Exit 1 if kernels.lock is missing or out of date; write and fetch nothing.")
 @click.option("--frozen", is_flag=True, help="Use kernels.lock as it is; never check pyproject.toml for changes.")
-@_target_options(
+@target_options(
     "Download and verify the build serving this deployment target (repeatable), instead of this machine's.",
     "As --target, for every target [tool.kernels] declares.",
 )
-@_into_option("the locked variants")
-@_JSON_OPTION
-@_QUIET_OPTION
+@into_option("the locked variants")
+@JSON_OPTION
+@QUIET_OPTION
 def sync(
     project_dir: Path,
     locked: bool,
@@ -37,25 +35,26 @@ def sync(
     quiet: bool,
 ) -> None:
     """Lock if pyproject.toml changed, download the locked kernels, verify them (one step)."""
+    from kernel_deps.cli.progress import download_progress
     from kernel_deps.commands.sync import sync_project
 
     report = sync_project(
         project_dir, locked=locked, frozen=frozen, targets=targets, all_targets=all_targets, into=into,
-        progress=_download_progress(_quiet(), lines=not as_json), notice=_notice(),
+        progress=download_progress(is_quiet(), lines=not as_json), notice=notice(),
     )  # fmt: skip
     for line in report.download.warnings if report.download is not None else ():  # --frozen: said, not refused
         click.echo(f"warning: {line}", err=True)
     if as_json:
-        _echo_json(report.to_json())
+        echo_json(report.to_json())
     elif report.lock_state == "out-of-date":
-        _render_lock(report.lock, as_json=False, check=True, quiet=_quiet())
+        echo_lock_report(report.lock, as_json=False, check=True, quiet=is_quiet())
     else:
-        if report.lock_state in ("updated", "created") and not _quiet():
+        if report.lock_state in ("updated", "created") and not is_quiet():
             for line in (change_line(change) for change in report.lock.changes):
                 click.echo(line)
         for line in report.messages:
             click.echo(line)
-        if not _quiet():
+        if not is_quiet():
             name = report.lockfile.name
             lock_text = {"up-to-date": f"{name} up to date", "updated": f"wrote {name}",
                          "created": f"wrote {name}", "frozen": f"{name} used as it is"}[report.lock_state]  # fmt: skip

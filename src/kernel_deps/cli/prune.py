@@ -1,4 +1,4 @@
-"""``kernels cache`` and its subcommand ``prune``."""
+"""``kernels cache`` and its subcommand ``prune``: the verb of :mod:`kernel_deps.commands.prune`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli_commands import _JSON_OPTION, _PROJECT_DIR, _QUIET_OPTION, _echo_json, _quiet
+from kernel_deps.cli.group import echo_json
+from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, is_quiet
 
 
 @click.group()
@@ -15,19 +16,19 @@ def cache() -> None:
 
 
 @cache.command()
-@click.argument("project_dirs", nargs=-1, type=_PROJECT_DIR)
+@click.argument("project_dirs", nargs=-1, type=PROJECT_DIR)
 @click.option("--dry-run", is_flag=True, help="List what would be removed, with sizes; remove nothing.")
-@_JSON_OPTION
-@_QUIET_OPTION
+@JSON_OPTION
+@QUIET_OPTION
 def prune(project_dirs: tuple[Path, ...], dry_run: bool, as_json: bool, quiet: bool) -> None:
     """Remove every kernel commit no PROJECT_DIR's kernels.lock pins (default: .), and stale downloads."""
     from kernel_deps.commands.prune import prune_cache
 
     report = prune_cache(project_dirs or (Path("."),), dry_run=dry_run)
     if as_json:
-        _echo_json(report.to_json())
+        echo_json(report.to_json())
         return
-    if _quiet():
+    if is_quiet():
         return
     for entry in report.removed:
         click.echo(f"{'would remove' if dry_run else 'removed'} {entry.kind} {entry.path} ({entry.size:,} bytes)")

@@ -1,13 +1,19 @@
-"""The ``kernels`` command (also installed as ``kernel-deps``): parse, call, render, exit.
+"""The ``kernels`` command group (also installed as ``kernel-deps``): parse, call, render, exit.
 
-This module is the command group; the commands themselves are defined in the modules of
-:mod:`kernel_deps.cli_commands`, whose click decorators build every option of a
-command, and a command's module is imported only when that command runs or its own
-help is asked for. ``kernels --help`` lists them from :data:`COMMAND_TABLE` (click's
-documented pattern of lazily loaded subcommands), which names each command's module. At
-module level this imports only click, ``kernel_deps`` (``__version__``),
-:mod:`kernel_deps.cli_common` and :mod:`kernel_deps.interrupt`: the error classes and the
-Hugging Face CLI's reader are imported where they are used.
+The commands are defined in the modules of :mod:`kernel_deps.cli` named like the verbs of
+:mod:`kernel_deps.commands` (``kernels lock`` in :mod:`kernel_deps.cli.lock`, ``kernels
+add`` and ``remove`` in :mod:`kernel_deps.cli.edit`, ...), whose click decorators build
+every option of a command, and a command's module is imported only when that command runs
+or its own help is asked for. ``kernels --help`` lists them from :data:`COMMAND_TABLE`
+(click's documented pattern of lazily loaded subcommands), which names each command's
+module.
+
+Every command line passes through this group, so it also holds what the group and every
+command share and ``--help`` needs: the context keys ``--json`` and ``-q`` are remembered
+under (:data:`JSON_META`, :data:`QUIET_META`, :func:`remember`), JSON output
+(:func:`echo_json`) and colour (:func:`colour`). At module level this imports only click,
+``kernel_deps`` (``__version__``) and :mod:`kernel_deps.cli.interrupt`: the error classes
+and the Hugging Face CLI's reader are imported where they are used.
 """
 
 from __future__ import annotations
@@ -19,11 +25,39 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from kernel_deps import __version__
-from kernel_deps.cli_common import _JSON_META, _QUIET_META, _colour, _echo_json, _remember
-from kernel_deps.interrupt import interrupted
+from kernel_deps.cli.interrupt import interrupted
 
 if TYPE_CHECKING:  # `kernels --help` raises no error and defines no command
     from kernel_deps.core.errors import KernelDepsError
+
+# Set in click's context meta (shared by the group and its command) by --json and -q, on
+# the group (`kernels -q COMMAND`) or on the command (`kernels COMMAND -q`).
+JSON_META = "kernel_deps.json"
+QUIET_META = "kernel_deps.quiet"
+
+
+def remember(key: str):
+    """An option's callback setting ``key`` in the context meta when the flag is given."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        if value:
+            ctx.meta[key] = True
+        return value
+
+    return callback
+
+
+def colour(text: str, **style) -> str:
+    """``text`` styled for a terminal, plain when NO_COLOR is set (click drops styles off a terminal)."""
+    return text if os.environ.get("NO_COLOR") else click.style(text, **style)
+
+
+def echo_json(payload: dict) -> None:
+    """``payload`` on stdout as the JSON document a --json command prints."""
+    import json  # only a command that prints JSON pays for it (not `--help`)
+
+    click.echo(json.dumps(payload, indent=2))
+
 
 # docs/schemas/error.schema.json's version; see docs/ci.md
 ERROR_SCHEMA_VERSION = 2
@@ -43,8 +77,8 @@ def _error_payload(exc: KernelDepsError) -> dict:
 def _exit_on_error(exc: KernelDepsError, *, as_json: bool) -> NoReturn:
     """End the command on ``exc``: its JSON document on stdout with --json, one line on stderr."""
     if as_json:  # scripts still get JSON, on stdout
-        _echo_json(_error_payload(exc))
-    click.echo(f"{_colour('error:', fg='red', bold=True)} {exc.message}", err=True)
+        echo_json(_error_payload(exc))
+    click.echo(f"{colour('error:', fg='red', bold=True)} {exc.message}", err=True)
     sys.exit(exc.exit_code)
 
 
@@ -77,7 +111,7 @@ def _usage_error(exc: click.ClickException, group: click.Context | None = None) 
 
 
 # ``kernel-deps`` runs only kernel-deps' own subcommands; ``kernels`` also hands the
-# others to the Hugging Face kernels CLI when it is installed (kernel_deps.hfcli).
+# others to the Hugging Face kernels CLI when it is installed (kernel_deps.cli.hf).
 OWN_COMMANDS_ONLY = "own-commands-only"
 
 
@@ -85,27 +119,27 @@ def _delegates(ctx: click.Context) -> bool:
     return ctx.find_root().obj != OWN_COMMANDS_ONLY
 
 
-# Every subcommand of the group: the module of kernel_deps.cli_commands that defines it
+# Every subcommand of the group: the module of kernel_deps.cli that defines it
 # (as the function named like the command, "-" read as "_"), the first paragraph of its help
 # (what `kernels --help` shortens to one line) and whether --help hides it. `kernels --help`
 # lists the commands from here, without importing their definitions, and a command run
 # imports only its own module; tests/test_cli_table.py checks every entry against the
 # command objects, and that the listing is byte for byte click's own listing of them.
 COMMAND_TABLE: dict[str, tuple[str, str, bool]] = {
-    "add": ("lock", "Add a kernel to [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.", False),
-    "cache": ("cache", "Manage the kernel cache.", False),
+    "add": ("edit", "Add a kernel to [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.", False),
+    "cache": ("prune", "Manage the kernel cache.", False),
     "download": ("download", "Fetch exactly what kernels.lock pins into the Hugging Face cache, verified.", False),
     "export": ("export", "Write kernels.lock in the format of another tool (commit pins, transitive kernels included).", False),
     "lock": ("lock", "Resolve [tool.kernels.dependencies] into kernels.lock (commits and variant hashes).", False),
-    "outdated": ("show", "Show, per locked kernel, what --upgrade would take, newer releases and moved refs.", False),
-    "remove": ("lock", "Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.", False),
+    "outdated": ("outdated", "Show, per locked kernel, what --upgrade would take, newer releases and moved refs.", False),
+    "remove": ("edit", "Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.", False),
     "sync": ("sync", "Lock if pyproject.toml changed, download the locked kernels, verify them (one step).", False),
-    "to-wheel": ("download", "Write the locked kernels as wheels (verified bytes only) and a hash-pinned requirements.txt.", False),
-    "tree": ("show", "Show the locked kernels as a dependency tree, and the build serving each target and this machine.", False),
+    "to-wheel": ("to_wheel", "Write the locked kernels as wheels (verified bytes only) and a hash-pinned requirements.txt.", False),
+    "tree": ("tree", "Show the locked kernels as a dependency tree, and the build serving each target and this machine.", False),
     "verify": ("verify", "Check that pyproject.toml, kernels.lock and the cache agree (no network unless --online).", False),
-    "versions": ("show", "List the versions (tags vX.Y.Z and branches vN) a kernel repo offers, newest first.", False),
+    "versions": ("versions", "List the versions (tags vX.Y.Z and branches vN) a kernel repo offers, newest first.", False),
 }
-_DEFINITIONS = "kernel_deps.cli_commands"
+_DEFINITIONS = "kernel_deps.cli"
 
 
 def command_from_table(name: str) -> click.Command:
@@ -151,7 +185,7 @@ class _Group(click.Group):
     kernels CLI, arguments and exit code untouched.
 
     Its subcommands are those of :data:`COMMAND_TABLE`: ``kernels --help`` lists them from
-    there, and a command's object is imported (its module of :mod:`kernel_deps.cli_commands`)
+    there, and a command's object is imported (its module of :mod:`kernel_deps.cli`)
     only when it is looked up to run or to show its own help."""
 
     @property
@@ -161,9 +195,9 @@ class _Group(click.Group):
 
     @commands.setter
     def commands(self, value: dict[str, click.Command]) -> None:
-        # click.Group's constructor sets an empty map; the commands are kernel_deps.cli_commands'.
+        # click.Group's constructor sets an empty map; the commands are COMMAND_TABLE's.
         if value:
-            raise TypeError("the kernels commands are defined in kernel_deps.cli_commands")
+            raise TypeError("the kernels commands are defined in the modules COMMAND_TABLE names")
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMAND_TABLE)
@@ -190,7 +224,7 @@ class _Group(click.Group):
             and _delegates(ctx)
         ):
             from kernel_deps.core.errors import UsageError
-            from kernel_deps.hfcli import INSTALL_HINT, PeerCliBroken, find_peer_cli, run_peer_cli
+            from kernel_deps.cli.hf import INSTALL_HINT, PeerCliBroken, find_peer_cli, run_peer_cli
 
             peer = find_peer_cli()
             if peer is None:
@@ -209,7 +243,7 @@ class _Group(click.Group):
         super().format_help(ctx, formatter)
         if not _delegates(ctx):
             return
-        from kernel_deps.hfcli import INSTALL_HINT, find_peer_cli
+        from kernel_deps.cli.hf import INSTALL_HINT, find_peer_cli
 
         peer = find_peer_cli()
         if peer is None:
@@ -263,7 +297,7 @@ class _Group(click.Group):
                 raise  # click shows its usage text
             _exit_on_error(_usage_error(exc), as_json=True)
         if as_json:
-            ctx.meta[_JSON_META] = True
+            ctx.meta[JSON_META] = True
         return ctx
 
     def invoke(self, ctx: click.Context):
@@ -273,11 +307,11 @@ class _Group(click.Group):
             try:
                 return super().invoke(ctx)
             except click.ClickException as exc:  # a subcommand's usage error
-                if not ctx.meta.get(_JSON_META):
+                if not ctx.meta.get(JSON_META):
                     raise  # click shows its usage text
                 raise _usage_error(exc, ctx) from None
         except KernelDepsError as exc:
-            _exit_on_error(exc, as_json=bool(ctx.meta.get(_JSON_META)))
+            _exit_on_error(exc, as_json=bool(ctx.meta.get(JSON_META)))
         except KeyboardInterrupt:
             interrupted()
 
@@ -287,7 +321,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
         return
     click.echo(f"kernel-deps {__version__}")
     if _delegates(ctx):
-        from kernel_deps.hfcli import INSTALL_HINT, find_peer_cli
+        from kernel_deps.cli.hf import INSTALL_HINT, find_peer_cli
 
         peer = find_peer_cli()
         if peer is None:
@@ -301,7 +335,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @click.group(cls=_Group)
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show kernel-deps' version, and the Hugging Face kernels library's when installed.")
-@click.option("--quiet", "-q", is_flag=True, callback=_remember(_QUIET_META),
+@click.option("--quiet", "-q", is_flag=True, callback=remember(QUIET_META),
               help="Every command prints nothing but errors and problems found.")
 def main(quiet: bool) -> None:
     """Lock, download, verify and load compute kernels from the Hugging Face Hub."""
@@ -310,3 +344,9 @@ def main(quiet: bool) -> None:
 def main_own_commands() -> None:
     """The ``kernel-deps`` command: the same CLI, never handing a subcommand to another tool."""
     main(prog_name="kernel-deps", obj=OWN_COMMANDS_ONLY)
+
+
+def __getattr__(name: str):
+    if name == "COMMANDS":  # every command by its name, each module of the table imported
+        return main.commands
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,18 +1,22 @@
-"""The text of the commands' records, at the edge: a lock change as its ``+ - ~`` line, a note as its sentence.
+"""A lock report as ``kernels lock``, ``add``, ``remove`` and ``sync`` print it, and the text of its records.
 
-The commands return records (:mod:`kernel_deps.commands.lock`); ``kernels COMMAND`` prints
-them through these functions and ``--json`` prints the records themselves. Pure: no I/O,
-no click.
+The commands return records (:mod:`kernel_deps.commands.lock`): a lock change is printed
+as its ``+ - ~`` line (:func:`change_line`), a note as its sentence (:func:`note_line`), a
+pinned version and commit in short (:func:`short`); :func:`echo_lock_report` prints a
+whole report, as text or (``--json``) as the record itself. The line functions are pure
+(no I/O, no click) and serve library callers who want the lines the CLI prints; click is
+imported only to print a report.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from kernel_deps.core.settings import BUILD_DIR, LOCK_NAME
 
 if TYPE_CHECKING:  # `kernels --help` renders nothing and imports no command
-    from kernel_deps.commands.lock import LockChange, LockedPin, LockNote
+    from kernel_deps.commands.lock import LockChange, LockedPin, LockNote, LockReport
 
 # How many passed-over versions a held-back note names.
 HELD_BACK_SHOWN = 3
@@ -90,3 +94,53 @@ def note_line(note: LockNote) -> str:
         why = "not a build variant name kernel-deps knows; not locked"
         return f"{note.repo_id} {_pin(locked)}: skipped {names} ({why})"
     raise ValueError(f"unknown lock note {note.kind!r}")
+
+
+def echo_lock_report(report: LockReport, *, as_json: bool, check: bool, quiet: bool = False) -> None:
+    """A lock report (also add's and remove's relock): --json, lock --check's verdict, or the changes."""
+    import click
+
+    from kernel_deps.cli.group import echo_json
+
+    name = report.path.name
+    changes = [change_line(change) for change in report.changes]
+    notes = [note_line(note) for note in report.notes]
+    if as_json:
+        echo_json(report.to_json())
+    elif check:
+        if report.up_to_date:
+            if not quiet:
+                click.echo(f"{name} is up to date ({len(report.lock.kernels)} kernels)")
+        else:
+            why = "is out of date" if report.existed else "is missing"
+            # What the prior lock breaks: a requirement, a dependency's pin, a target added since.
+            for problem in (*report.problems, *report.uncovered):
+                click.echo(problem.message, err=True)
+            click.echo(f"{name} {why}; run 'kernels lock' to update it{':' if changes else ''}", err=True)
+            for line in changes:
+                click.echo(f"  {line}", err=True)
+        for line in notes:
+            click.echo(f"note: {line}", err=True)
+    elif not quiet:
+        if report.converted_from is not None:
+            verb = "Converted" if report.written else "Would convert"
+            click.echo(
+                f"{verb} {name} from the {report.converted_from} format to kernel-deps' "
+                "(its pins are kept; 'kernels export' writes the old format again)"
+            )
+        for line in changes:
+            click.echo(line)
+        if not changes and not report.up_to_date:  # offline: why it would change, not how
+            for problem in report.problems:
+                click.echo(problem.message)
+        for line in notes:
+            click.echo(f"note: {line}")
+        if report.written:
+            state = f"wrote {name}"
+        elif report.up_to_date:
+            state = f"{name} is up to date"
+        else:
+            state = f"would update {name} (dry run: nothing written)"
+        click.echo(f"Locked {len(report.lock.kernels)} kernels; {state}")
+    if check and not report.up_to_date:
+        sys.exit(1)

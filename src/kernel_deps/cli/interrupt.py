@@ -1,8 +1,8 @@
 """Ending a command after Ctrl-C: one line, ``interrupted``, on stderr and exit code 130.
 
-Shared by :mod:`kernel_deps.entry` (an interrupt before or while the CLI is imported) and
-:mod:`kernel_deps.cli` (one during a command, which click would end with "Aborted!" and
-exit 1). It imports only ``os`` and ``sys``, which Python's start-up has loaded already,
+Shared by :mod:`kernel_deps.cli.entry` (an interrupt before or while the CLI is imported)
+and :mod:`kernel_deps.cli.group` (one during a command, which click would end with
+"Aborted!" and exit 1). It imports only ``os`` and ``sys``, which Python's start-up has loaded already,
 so the entry point can hold it before it imports anything else.
 """
 

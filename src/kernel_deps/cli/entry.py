@@ -1,10 +1,11 @@
-"""The entry point of the ``kernels`` and ``kernel-deps`` commands.
+"""The entry point of the ``kernels`` and ``kernel-deps`` commands (their console scripts).
 
 It imports nothing but the standard library's ``io``, ``os`` and ``sys`` (which Python's
-start-up has loaded already) and :mod:`kernel_deps.interrupt` (which imports nothing
-else) before it has a handler for Ctrl-C in place, so that an interrupt at any moment,
-including while the CLI and huggingface_hub are still being imported, ends the same way: one line, ``interrupted``, on stderr and exit code 130
-(128 + SIGINT), never a traceback.
+start-up has loaded already), the package :mod:`kernel_deps.cli` (whose own module imports
+nothing) and :mod:`kernel_deps.cli.interrupt` (which imports nothing else) before it has a
+handler for Ctrl-C in place, so that an interrupt at any moment, including while the CLI
+and huggingface_hub are still being imported, ends the same way: one line,
+``interrupted``, on stderr and exit code 130 (128 + SIGINT), never a traceback.
 
 It also gives the command output streams that outlive their reader: output into a pipe
 whose reader has gone (``kernels versions ORG/NAME | head -1``) is dropped, and the
@@ -17,7 +18,7 @@ import io
 import os
 import sys
 
-from kernel_deps.interrupt import interrupted
+from kernel_deps.cli.interrupt import interrupted
 
 
 class _OutputFile(io.FileIO):
@@ -68,10 +69,10 @@ def _outlive_a_closed_pipe(stream: io.TextIOBase | None) -> io.TextIOBase | None
 
 
 def main() -> None:
-    """Run the ``kernels`` command (:func:`kernel_deps.cli.main`)."""
+    """Run the ``kernels`` command (:func:`kernel_deps.cli.group.main`)."""
     try:
         sys.stdout, sys.stderr = _outlive_a_closed_pipe(sys.stdout), _outlive_a_closed_pipe(sys.stderr)
-        from kernel_deps.cli import main as cli
+        from kernel_deps.cli.group import main as cli
 
         cli()
     except KeyboardInterrupt:
@@ -82,7 +83,7 @@ def main_kernel_deps() -> None:
     """Run the ``kernel-deps`` command: kernel-deps' own subcommands only."""
     try:
         sys.stdout, sys.stderr = _outlive_a_closed_pipe(sys.stdout), _outlive_a_closed_pipe(sys.stderr)
-        from kernel_deps.cli import main_own_commands
+        from kernel_deps.cli.group import main_own_commands
 
         main_own_commands()
     except KeyboardInterrupt:

@@ -1,0 +1,60 @@
+"""``kernels download``: the verb of :mod:`kernel_deps.commands.download`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kernel_deps.cli.group import echo_json
+from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, into_option, is_quiet, target_options
+
+
+@click.command()
+@click.argument("project_dir", default=".", type=PROJECT_DIR)
+@click.option("--all-variants", is_flag=True, help="Download every locked variant, not just this machine's.")
+@click.option("--variant", "variants", multiple=True, metavar="NAME",
+              help="Download this variant (repeatable), e.g. to build an image for another machine.")
+@target_options(
+    "Download the build serving this deployment target (repeatable), e.g. torch213-cpu-aarch64-darwin.",
+    "Download the builds serving every target [tool.kernels] declares.",
+)
+@into_option("these variants")
+@JSON_OPTION
+@QUIET_OPTION
+def download(
+    project_dir: Path,
+    all_variants: bool,
+    variants: tuple[str, ...],
+    targets: tuple[str, ...],
+    all_targets: bool,
+    into: Path | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Fetch exactly what kernels.lock pins into the Hugging Face cache, verified."""
+    from kernel_deps.cli.progress import download_progress
+    from kernel_deps.commands.download import download_project
+
+    progress = download_progress(is_quiet(), lines=not as_json)
+    report = download_project(
+        project_dir, all_variants=all_variants, variants=variants, targets=targets, all_targets=all_targets,
+        progress=progress, into=into,
+    )  # fmt: skip
+    for line in report.warnings:  # on stderr, -q or not: the lock is used though it disagrees with pyproject.toml
+        click.echo(f"warning: {line}", err=True)
+    if as_json:
+        echo_json(report.to_json())
+    else:
+        for line in report.into.problems if report.into is not None else ():
+            click.echo(line)
+        if not is_quiet():
+            placed = f"; placed in {report.into.folder}, verified" if report.into is not None and report.into.ok else ""
+            click.echo(
+                f"{len(report.fetched) + len(report.already_cached)} variants present and verified "
+                f"({len(report.fetched)} downloaded, {report.files_fetched} files, {report.bytes_fetched:,} bytes)"
+                f"{placed}"
+            )
+    if report.into is not None and not report.into.ok:
+        sys.exit(1)

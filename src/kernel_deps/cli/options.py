@@ -1,0 +1,64 @@
+"""What the ``kernels`` verbs share: their options and the helpers they print with.
+
+``--json`` and ``-q`` (remembered in the context under :mod:`kernel_deps.cli.group`'s
+keys, so that ``kernels -q COMMAND`` is ``kernels COMMAND -q``), the project folder
+argument, ``--into`` and ``--target`` / ``--all-targets``; whether ``-q`` is in force
+(:func:`is_quiet`), where a library function's notices go (:func:`notice`) and columns of text
+(:func:`echo_table`). Imported by each verb's module, never by the group, so ``kernels
+--help`` does not import it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kernel_deps.cli.group import JSON_META, QUIET_META, remember
+
+PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
+
+
+# Every command that reports takes --json (its schema: docs/schemas/<command>.schema.json)
+# and -q/--quiet; `kernels -q COMMAND` is the same as `kernels COMMAND -q`.
+JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True, callback=remember(JSON_META),
+    help="Print machine-readable JSON (schema: docs/schemas/).",
+)
+QUIET_OPTION = click.option(
+    "--quiet", "-q", is_flag=True, callback=remember(QUIET_META),
+    help="Print nothing but errors and problems found; the exit code tells the rest.",
+)
+
+
+def into_option(what: str):
+    """``--into DIR``, as download and sync take it: ``what`` is placed there, verified."""
+    return click.option("--into", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+                        help=f"Also place exactly {what} in DIR, in the Hugging Face cache layout, verified.")  # fmt: skip
+
+
+def target_options(target_help: str, all_help: str):
+    """``--target NAME`` (repeatable) and ``--all-targets``, as download and verify take them."""
+
+    def decorate(command):
+        command = click.option("--all-targets", is_flag=True, help=all_help)(command)
+        return click.option("--target", "targets", multiple=True, metavar="NAME", help=target_help)(command)
+
+    return decorate
+
+
+def is_quiet() -> bool:
+    """Whether -q was given, to the group or to the command."""
+    return bool(click.get_current_context().meta.get(QUIET_META))
+
+
+def notice():
+    """Where a library function's notices go (waiting for another command): stderr, or nowhere with -q."""
+    return None if is_quiet() else (lambda text: click.echo(text, err=True))
+
+
+def echo_table(rows: list[tuple[str, ...]]) -> None:
+    """Columns aligned by their widest cell, two spaces apart; the last one left ragged."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
