@@ -273,7 +273,7 @@ def test_to_wheel_locks_the_same_wheels_by_the_same_hashes_per_target_with_marke
 def test_a_signed_build_is_attested_by_the_signer_the_lock_records(hub_env, local_sigstore, tmp_path) -> None:
     from tests.fixtures.sigstore_ca import Identity
 
-    repo_id = "kernels-test/pylock-signed"
+    repo_id = "kernels-test/pylock-attested"
     identity = Identity(repo_id)
     sign = lambda data, variant: local_sigstore.sign(data, identity)  # noqa: E731
     hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(CPU_VARIANT, CUDA_VARIANT), sign=sign,
@@ -393,13 +393,35 @@ def tampered(wheel: Path) -> None:
     wheel.write_bytes(data)
 
 
+SIGNED = "kernels-test/pylock-signed"
+
+
 @pytest.fixture
-def app(img2gray_hub, hub_env, tmp_path) -> Path:
-    """The example app, locked against the local Hub."""
+def app(img2gray_hub, hub_env, local_sigstore, tmp_path) -> Path:
+    """The example app, also depending on a signed kernel (under the tests' own Sigstore), locked."""
+    from tests.fixtures.sigstore_ca import Identity
+
+    if SIGNED not in hub_env.repos:
+        sign = lambda data, variant: local_sigstore.sign(data, Identity(SIGNED))  # noqa: E731
+        hub_env.add_repo(KernelRepo(SIGNED, (Release("1.0.0", variants=(CPU_VARIANT, CUDA_VARIANT), sign=sign,
+                                                     digest="sha256"),)))  # fmt: skip
     app = tmp_path / "app"
     shutil.copytree(ROOT / "examples" / "app", app)
+    local_sigstore.write_trusted_root(app / "trusted_root.json")
+    pyproject = app / "pyproject.toml"
+    text = pyproject.read_text().replace('publishers = ["kernels-test"]\n',
+                                         'publishers = ["kernels-test"]\ntrusted-root = "trusted_root.json"\n')
+    pyproject.write_text(text + f'"{SIGNED}" = ">=1"\n')
     assert run_kernels("lock", str(app)).returncode == 0
     return app
+
+
+def attested(doc: dict) -> dict[str, list]:
+    """Each package's attestation identities, by name (the signed kernel's from its signer)."""
+    return {p["name"]: p.get("attestation-identities", []) for p in doc["packages"]}
+
+
+SIGNED_IDENTITY = [{"kind": "GitHub", "repository": SIGNED, "workflow": "build.yml", "ref": "refs/heads/main"}]
 
 
 def test_pip_installs_the_pylock_from_a_real_index_into_a_fresh_venv_and_refuses_a_changed_wheel(
@@ -413,9 +435,12 @@ def test_pip_installs_the_pylock_from_a_real_index_into_a_fresh_venv_and_refuses
         published = index.url.removesuffix("simple/") + "packages/"
         result = run_kernels("to-wheel", str(app), "-o", str(wheels), "--wheel-url", published)
         assert result.returncode == 0, result.stderr
-        (wheel,) = wheels.glob("*.whl")
-        shutil.copy2(wheel, packages / wheel.name)  # published: copied into the index's folder
-        (entry,) = tomllib.loads((wheels / "pylock.toml").read_text())["packages"][0]["wheels"]
+        for written in wheels.glob("*.whl"):
+            shutil.copy2(written, packages / written.name)  # published: copied into the index's folder
+        (wheel,) = wheels.glob(f"{IMPORT_NAME}-*.whl")
+        doc = tomllib.loads((wheels / "pylock.toml").read_text())
+        assert attested(doc) == {"kernels-test-img2gray-o2": [], "kernels-test-pylock-signed-o2": SIGNED_IDENTITY}
+        (entry,) = next(p for p in doc["packages"] if p["name"] == "kernels-test-img2gray-o2")["wheels"]
         assert entry["url"] == published + wheel.name.replace("+", "%2B") and "path" not in entry
 
         def install(venv: Path) -> subprocess.CompletedProcess:
@@ -428,7 +453,8 @@ def test_pip_installs_the_pylock_from_a_real_index_into_a_fresh_venv_and_refuses
         venv = tmp_path / "venv"
         installed = install(venv)
         assert installed.returncode == 0, f"{installed.stdout}\n{installed.stderr}\n{index.log_tail()}"
-        assert f"Successfully installed kernels-test-img2gray-o2-1.1.0+" in installed.stdout
+        assert "Successfully installed kernels-test-img2gray-o2-1.1.0+" in installed.stdout
+        assert "kernels-test-pylock-signed-o2-1.0.0+" in installed.stdout.splitlines()[-1]
         assert f"Downloading {wheel.name.replace('+', '%2B')}" in installed.stdout  # from the index, by its url
         assert "Using pylock.toml as a requirements source is an experimental feature" in installed.stderr
         tampered(packages / wheel.name)
@@ -484,12 +510,13 @@ def test_uv_installs_the_kernels_merged_into_the_projects_own_uv_export_and_refu
         merged = run_kernels("export", str(app), "--format", "pylock", "--wheels", str(wheels / "pylock.toml"),
                              "-o", str(app / "pylock.toml"))  # fmt: skip
         assert merged.returncode == 0, merged.stderr
-        assert merged.stderr == f"Wrote {app / 'pylock.toml'} (pylock format, 1 kernels)\n"
+        assert merged.stderr == f"Wrote {app / 'pylock.toml'} (pylock format, 2 kernels)\n"
         text = (app / "pylock.toml").read_text()
         assert text.startswith(theirs + "\n" + pylock.MERGE_MARKER + "\n")  # theirs byte for byte
         doc = Pylock.from_dict(tomllib.loads(text))
-        assert [p.name for p in doc.packages] == ["tinydep", "kernels-test-img2gray-o2"]
-        (wheel,) = wheels.glob("*.whl")
+        assert [p.name for p in doc.packages] == ["tinydep", "kernels-test-img2gray-o2", "kernels-test-pylock-signed-o2"]
+        assert attested(tomllib.loads(text))["kernels-test-pylock-signed-o2"] == SIGNED_IDENTITY
+        (wheel,) = wheels.glob(f"{IMPORT_NAME}-*.whl")
         assert doc.packages[1].wheels[0].path == f"../wheels/{wheel.name}"  # relative to the merged file
 
         def install(venv: Path) -> subprocess.CompletedProcess:
@@ -502,8 +529,9 @@ def test_uv_installs_the_kernels_merged_into_the_projects_own_uv_export_and_refu
         installed = install(venv)
         assert installed.returncode == 0, installed.stdout + installed.stderr
         assert " + kernels-test-img2gray-o2==1.1.0+" in installed.stderr and " + tinydep==1.0.0" in installed.stderr
+        assert " + kernels-test-pylock-signed-o2==1.0.0+" in installed.stderr
         assert "The `--pylock` option is experimental" in installed.stderr  # uv 0.13 says so, and installs it
-        expected = tomllib.loads(text)["packages"][1]["wheels"][0]["hashes"]["sha256"]
+        expected = doc.packages[1].wheels[0].hashes["sha256"]
         tampered(wheel)
         refused = install(tmp_path / "venv-changed")
     assert refused.returncode != 0, refused.stdout + refused.stderr
