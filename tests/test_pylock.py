@@ -318,6 +318,15 @@ def test_a_pylock_file_it_did_not_write_is_never_replaced_nor_written_through_a_
     assert (wheels / "pylock.toml").read_text() == stale
 
 
+def test_a_wheel_url_that_is_no_url_is_bad_input_and_nothing_is_fetched(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", {"kernels-test/activation": "==1.2.0"}, locked=True)
+    result = run_kernels("to-wheel", str(project), "-o", str(tmp_path / "wheels"), "--wheel-url", "index.internal/pkgs")
+    assert result.returncode == 2
+    assert result.stderr == "error: --wheel-url index.internal/pkgs: expected the http(s):// or file:// URL the " \
+                            "wheels are published under\n"  # fmt: skip
+    assert not (tmp_path / "wheels").exists() and not list((tmp_path / "hf-cache").rglob("snapshots"))
+
+
 # -- real installers ------------------------------------------------------------------------
 
 def uv_binary() -> str:

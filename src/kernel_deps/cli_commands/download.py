@@ -92,8 +92,6 @@ def to_wheel(
     from kernel_deps.commands.to_wheel import wheels_from_kernel, wheels_from_project
 
     progress = _download_progress(_quiet(), lines=False)
-    if wheel_url is not None and not wheel_url.startswith(("https://", "http://", "file://")):
-        raise UsageError(f"--wheel-url {wheel_url}: expected the http(s):// or file:// URL the wheels are published under")
     if "@" in source and not Path(source).is_dir():
         if all_targets:
             raise UsageError("--all-targets reads a project's targets; with ORG/NAME@REVISION pass --target NAME")

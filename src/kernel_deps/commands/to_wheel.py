@@ -83,7 +83,7 @@ class WrittenWheel:
 
 @dataclass(frozen=True, slots=True)
 class RequirementsFile:
-    """A requirements file written: for this machine (``target`` None) or one target."""
+    """A requirements (or pylock) file written: for this machine (``target`` None) or one target."""
 
     path: Path
     target: str | None
@@ -175,6 +175,7 @@ def wheels_from_kernel(
     chosen = targets_from_options(targets, False, (), "the command line")
     requirement = requirement_from_value(repo_id, value)
     _check_output(Path(output), _requirements_names(chosen, all_variants))
+    pylock.check_wheel_url(wheel_url)
     lock = _lock_one(requirement, tuple(trusted), hub)
     return write_wheels(lock, Path(output), source=argument, all_variants=all_variants, targets=chosen,
                         hub=hub, progress=progress, wheel_url=wheel_url)  # fmt: skip
@@ -199,6 +200,7 @@ def write_wheels(
     files into ``output`` (the wheels named there by path, or as published under ``wheel_url``);
     nothing is written when a variant is refused."""
     _check_output(output, _requirements_names(targets, all_variants))  # before anything is fetched
+    pylock.check_wheel_url(wheel_url)
     system = None if (all_variants or targets) else (system or detect_system())
     variants_for: Callable[[LockedKernel], list[str]]
     if targets:

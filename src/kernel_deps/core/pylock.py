@@ -23,8 +23,8 @@ entry (:func:`kernel_package`), its keys in the order the specification lists th
 so the same wheels give the same bytes. :func:`parse_pylock` reads and checks one, with
 ``packaging.pylock`` when the installed packaging has it (26.x does). :func:`merge_pylock`
 appends kernel packages to a lock another tool wrote, below a marker line, keeping every
-byte above it. Pure: no file is read or written here. Imports ``core.wheels`` (for typing),
-``core.variants``.
+byte above it. Pure: no file is read or written here. Imports ``core.errors``,
+``core.variants``; ``core.wheels`` and ``core.system`` for typing.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
+from kernel_deps.core.errors import UsageError
 from kernel_deps.core.variants import parse_variant
 
 if TYPE_CHECKING:
@@ -118,6 +119,12 @@ def attestation_identity(signer: Signer) -> dict[str, str]:
             workflow = workflow[len(_WORKFLOWS):]  # PyPI's publisher names the workflow by its file name
         return {"kind": "GitHub", "repository": signer.repository, "workflow": workflow, "ref": signer.ref}
     return {"kind": signer.issuer, "identity": signer.identity}
+
+
+def check_wheel_url(base: str | None) -> None:
+    """UsageError unless ``base`` (``--wheel-url``) is None or an http(s):// or file:// URL."""
+    if base is not None and not base.startswith(("https://", "http://", "file://")):
+        raise UsageError(f"--wheel-url {base}: expected the http(s):// or file:// URL the wheels are published under")
 
 
 def _wheel_url(base: str, filename: str) -> str:
