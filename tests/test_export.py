@@ -156,7 +156,7 @@ def test_export_bad_input_is_one_line_and_writes_nothing(project: Path, tmp_path
     out = tmp_path / "never.lock"
     unknown = cli("export", "--format", "kernels-9", "-o", str(out), str(project))
     assert unknown.returncode == 2 and unknown.stderr == (
-        "error: unknown export format 'kernels-9'; use one of kernels-0.16, kernels-0.17\n"
+        "error: unknown export format 'kernels-9'; use one of kernels-0.16, kernels-0.17, pylock\n"
     )
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -163,7 +163,7 @@ def test_the_wheels_and_requirements_are_byte_identical_from_the_same_lock(app_w
     second = tmp_path / "again"
     assert run_kernels("to-wheel", str(app), "-o", str(second)).returncode == 0
     names = sorted(p.name for p in first.iterdir())
-    assert names == sorted(p.name for p in second.iterdir()) and len(names) == 2
+    assert names == sorted(p.name for p in second.iterdir()) and len(names) == 3  # the wheel, requirements, pylock
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
 

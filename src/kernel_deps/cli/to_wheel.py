@@ -22,6 +22,8 @@ from kernel_deps.core.errors import UsageError
 )
 @click.option("--trust", "trusted", multiple=True, metavar="ORG[/NAME]",
               help="With ORG/NAME@REVISION: allow this publisher (or repo) besides those the Hub trusts.")
+@click.option("--wheel-url", metavar="URL",
+              help="pylock.toml names each wheel as published under URL (URL/<wheel file>), not by its path.")
 @JSON_OPTION
 @QUIET_OPTION
 def to_wheel(
@@ -31,6 +33,7 @@ def to_wheel(
     targets: tuple[str, ...],
     all_targets: bool,
     trusted: tuple[str, ...],
+    wheel_url: str | None,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -43,12 +46,12 @@ def to_wheel(
         if all_targets:
             raise UsageError("--all-targets reads a project's targets; with ORG/NAME@REVISION pass --target NAME")
         report = wheels_from_kernel(source, output, trusted=trusted, all_variants=all_variants, targets=targets,
-                                    progress=progress)  # fmt: skip
+                                    progress=progress, wheel_url=wheel_url)  # fmt: skip
     else:
         if trusted:
             raise UsageError("--trust is for ORG/NAME@REVISION; a project's publishers are in [tool.kernels.trust]")
         report = wheels_from_project(Path(source), output, all_variants=all_variants, targets=targets,
-                                     all_targets=all_targets, progress=progress)  # fmt: skip
+                                     all_targets=all_targets, progress=progress, wheel_url=wheel_url)  # fmt: skip
     for line in report.warnings:  # on stderr, -q or not
         click.echo(f"warning: {line}", err=True)
     if as_json:
@@ -56,6 +59,6 @@ def to_wheel(
     elif not is_quiet():
         for wheel in report.wheels:
             click.echo(f"{wheel.spec.repo_id} {wheel.spec.variant}: {wheel.path.name}")
-        pinned = ", ".join(str(r.path) for r in report.requirements)
+        pinned = ", ".join(str(r.path) for r in (*report.requirements, *report.pylocks))
         pinned_in = f"; pinned in {pinned}" if pinned else ""
         click.echo(f"Wrote {len(report.wheels)} wheels to {report.output}{pinned_in}")

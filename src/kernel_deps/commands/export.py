@@ -3,12 +3,14 @@
 The formats themselves live beside their readers (:func:`kernel_deps.lock.formats.to_kernels017`,
 :func:`kernel_deps.lock.formats.to_kernels016`); this module picks one by name, refuses a lock
 that cannot be carried over whole, and writes the result where it is asked to, never over
-one of the project's own files. No network.
+one of the project's own files. ``pylock`` adds the kernel wheels ``kernels to-wheel`` wrote
+to the project's own ``pylock.toml`` (:mod:`kernel_deps.lock.pylock`). No network.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,8 +21,9 @@ from kernel_deps.lock.formats import to_kernels016, to_kernels017
 from kernel_deps.lock.model import Lockfile, lock_path
 from kernel_deps.lock.read import read_lock
 
-# Formats ``kernels export`` writes: name -> writer.
+# Formats ``kernels export`` writes: name -> writer; and the kernel wheels into a pylock.toml.
 EXPORT_FORMATS = {"kernels-0.17": to_kernels017, "kernels-0.16": to_kernels016}
+PYLOCK_FORMAT = "pylock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +37,10 @@ class ExportReport:
     output: Path | None  # the file written; None: the caller shows ``text`` (stdout)
 
 
-def export_project(project_dir: Path, format_name: str, *, output: Path | None = None) -> ExportReport:
-    """The lock of ``project_dir`` in ``format_name``, written to ``output`` when given.
+def export_project(project_dir: Path, format_name: str, *, output: Path | None = None,
+                   wheels: Path | None = None) -> ExportReport:  # fmt: skip
+    """The lock of ``project_dir`` in ``format_name``, written to ``output`` when given; for
+    ``pylock``, the kernel wheels of ``wheels`` (the pylock.toml to-wheel wrote) merged into ``output``.
 
     UsageError for an unknown format or an ``output`` that is one of the project's own
     files; LockfileError for a lock that is missing, invalid, in kernels 0.17's format (which
@@ -45,6 +50,8 @@ def export_project(project_dir: Path, format_name: str, *, output: Path | None =
     if output is not None:
         _refuse_a_project_file(Path(output), project_dir)
     path = lock_path(project_dir)
+    if format_name == PYLOCK_FORMAT or wheels is not None:
+        return _export_pylock(path, format_name, wheels, output)
     text, lock = export_lock(path, format_name)
     if output is not None:
         _write_output(Path(output), text)
@@ -59,11 +66,31 @@ def export_lock(path: Path, format_name: str) -> tuple[str, Lockfile]:
     """
     writer = EXPORT_FORMATS.get(format_name)
     if writer is None:
-        raise UsageError(f"unknown export format {format_name!r}; use one of {', '.join(sorted(EXPORT_FORMATS))}")
+        raise UsageError(f"unknown export format {format_name!r}; use one of "
+                         f"{', '.join(sorted([*EXPORT_FORMATS, PYLOCK_FORMAT]))}")  # fmt: skip
     found = read_lock(path, purpose="use")
     if format_name == "kernels-0.17" and found.format == "kernels-0.16":
         raise LockfileError(_incomplete_for_kernels017(path, found.lock, found.written_by))
     return writer(found.lock), found.lock
+
+
+def _export_pylock(path: Path, format_name: str, wheels: Path | None, output: Path | None) -> ExportReport:
+    """The kernel wheels of ``wheels`` added to the pylock file ``output`` (made when missing)."""
+    from kernel_deps.lock.pylock import pylock_export
+
+    if format_name != PYLOCK_FORMAT or wheels is None or output is None:
+        raise UsageError(f"--format {PYLOCK_FORMAT} takes --wheels PYLOCK (the pylock.toml kernels to-wheel wrote) "
+                         "and --output FILE (the pylock.toml they are added to); other formats take no --wheels")
+    if not re.fullmatch(r"pylock\.([^.]+\.)?toml", Path(output).name):
+        raise UsageError(f"--output {output}: pip and uv read a lock file only by the name pylock.toml or "
+                         "pylock.<name>.toml; name one of those")  # fmt: skip
+    if os.path.islink(output):  # refused before it is read, as before it is written
+        raise UsageError(f"--output {output} is a symbolic link, which export writes nothing through; "
+                         "name the file itself")  # fmt: skip
+    lock = read_lock(path, purpose="use").lock
+    text, count = pylock_export(lock, path, Path(wheels), Path(output))
+    _write_output(Path(output), text)
+    return ExportReport(path, format_name, text, count, Path(output))
 
 
 def _incomplete_for_kernels017(path: Path, lock: Lockfile, written_by: str) -> str:

@@ -8,7 +8,9 @@ against the hash the variant check found for it. The wheel's name, version, tags
 ``.dist-info/kernel_deps.json`` follow :mod:`kernel_deps.core.wheels`; the same lock gives
 the same bytes. ``requirements.txt`` pins every wheel written by version and SHA-256, for
 ``pip install --require-hashes --no-deps -r requirements.txt``; with several targets,
-``requirements-<target>.txt`` does so per target.
+``requirements-<target>.txt`` does so per target. ``pylock.toml`` (``pylock.<target>.toml``)
+locks the same wheels by the same hashes as PEP 751 has it (:mod:`kernel_deps.core.pylock`),
+for pip and uv.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from kernel_deps.commands.download import (
     variants_for_targets,
 )
 from kernel_deps.core import ownedfs
+from kernel_deps.core import pylock
 from kernel_deps.core.errors import (
     DownloadVerificationError,
     FileWriteError,
@@ -49,7 +52,7 @@ if TYPE_CHECKING:
     from kernel_deps.hub.client import HubClient
     from kernel_deps.hub.view import KernelIndex
 
-SCHEMA_VERSION = 2  # of docs/schemas/to-wheel.schema.json; see docs/ci.md
+SCHEMA_VERSION = 3  # of docs/schemas/to-wheel.schema.json; see docs/ci.md
 REQUIREMENTS_NAME = "requirements.txt"
 
 
@@ -80,7 +83,7 @@ class WrittenWheel:
 
 @dataclass(frozen=True, slots=True)
 class RequirementsFile:
-    """A requirements file written: for this machine (``target`` None) or one target."""
+    """A requirements (or pylock) file written: for this machine (``target`` None) or one target."""
 
     path: Path
     target: str | None
@@ -98,6 +101,7 @@ class ToWheelReport:
     source: str  # the lock's path, or "ORG/NAME@REVISION" for a kernel outside any project
     wheels: tuple[WrittenWheel, ...] = ()
     requirements: tuple[RequirementsFile, ...] = ()
+    pylocks: tuple[RequirementsFile, ...] = ()  # pylock.toml, or pylock.<target>.toml: the same wheels
     download: DownloadReport = field(default_factory=DownloadReport)
     warnings: tuple[str, ...] = ()  # the lock used as it is though it no longer agrees with pyproject.toml
 
@@ -110,6 +114,7 @@ class ToWheelReport:
             "downloaded": len(self.download.fetched),
             "wheels": [wheel.to_json() for wheel in self.wheels],
             "requirements": [requirements.to_json() for requirements in self.requirements],
+            "pylock": [lock.to_json() for lock in self.pylocks],
             "warnings": list(self.warnings),
         }
 
@@ -123,6 +128,7 @@ def wheels_from_project(
     all_targets: bool = False,
     hub: HubClient | None = None,
     progress: Progress | None = None,
+    wheel_url: str | None = None,
 ) -> ToWheelReport:
     """Wheels of what ``<project_dir>/kernels.lock`` pins, into ``output``: this machine's
     variant of each kernel unless told otherwise, as ``kernels download`` chooses them."""
@@ -138,7 +144,7 @@ def wheels_from_project(
     declared = rules.targets if rules is not None else ()
     chosen = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
     report = write_wheels(found.lock, Path(output), source=str(lock_file), all_variants=all_variants, targets=chosen,
-                          hub=hub, progress=progress,
+                          hub=hub, progress=progress, wheel_url=wheel_url,
                           policy=rules.policy if rules is not None else None)  # fmt: skip
     return replace(report, warnings=(warning,)) if warning else report
 
@@ -152,6 +158,7 @@ def wheels_from_kernel(
     targets: Sequence[str] = (),
     hub: HubClient | None = None,
     progress: Progress | None = None,
+    wheel_url: str | None = None,
 ) -> ToWheelReport:
     """Wheels of one kernel outside any project (``ORG/NAME@REVISION``, its kernel
     dependencies included), locked in memory as ``kernels lock`` would; each kernel must
@@ -168,9 +175,10 @@ def wheels_from_kernel(
     chosen = targets_from_options(targets, False, (), "the command line")
     requirement = requirement_from_value(repo_id, value)
     _check_output(Path(output), _requirements_names(chosen, all_variants))
+    pylock.check_wheel_url(wheel_url)
     lock = _lock_one(requirement, tuple(trusted), hub)
     return write_wheels(lock, Path(output), source=argument, all_variants=all_variants, targets=chosen,
-                        hub=hub, progress=progress)  # fmt: skip
+                        hub=hub, progress=progress, wheel_url=wheel_url)  # fmt: skip
 
 
 def write_wheels(
@@ -184,12 +192,15 @@ def write_wheels(
     hub: HubClient | None = None,
     progress: Progress | None = None,
     policy: SignaturePolicy | None = None,
+    wheel_url: str | None = None,
 ) -> ToWheelReport:
     """Download and verify the chosen variants of every kernel of ``lock`` as ``kernels download``
     does (:func:`download_lock`: digests, and each recorded signer under ``policy``'s trusted root,
-    None: Sigstore's public-good root), then write their wheels and requirements files into
-    ``output``; nothing is written when a variant is refused."""
+    None: Sigstore's public-good root), then write their wheels, requirements files and pylock
+    files into ``output`` (the wheels named there by path, or as published under ``wheel_url``);
+    nothing is written when a variant is refused."""
     _check_output(output, _requirements_names(targets, all_variants))  # before anything is fetched
+    pylock.check_wheel_url(wheel_url)
     system = None if (all_variants or targets) else (system or detect_system())
     variants_for: Callable[[LockedKernel], list[str]]
     if targets:
@@ -219,19 +230,26 @@ def write_wheels(
             sets.append((target.name, serving))
     elif not all_variants:
         sets.append((None, [written[(k.repo_id, v)] for k in lock.kernels for v in variants_for(k)]))
-    requirements = []
+    requirements, pylocks = [], []
+    machines = {target.name: target.system for target in targets}
+    signers = {(k.repo_id, variant): signer for k in lock.kernels for variant, signer in k.signatures.items()}
     for target, wheels in sets:
         name = REQUIREMENTS_NAME if len(sets) == 1 else f"requirements-{target}.txt"
         _write_output(output, name, requirements_text(wheels, target, name).encode("utf-8"))
         requirements.append(RequirementsFile(output / name, target, tuple(w.path.name for w in wheels)))
-    return ToWheelReport(output, source, tuple(written.values()), tuple(requirements), download)
+        name = pylock.pylock_name(target if len(sets) > 1 else None)
+        text = pylock.kernel_pylock([(w.spec, w.sha256, w.size) for w in wheels], signers, name=name,
+                                    first_line=_header_line(target), machine=machines.get(target, system),
+                                    wheel_url=wheel_url)  # fmt: skip
+        _write_output(output, name, text.encode("utf-8"))
+        pylocks.append(RequirementsFile(output / name, target, tuple(w.path.name for w in wheels)))
+    return ToWheelReport(output, source, tuple(written.values()), tuple(requirements), tuple(pylocks), download)
 
 
 def requirements_text(wheels: Sequence[WrittenWheel], target: str | None, name: str = REQUIREMENTS_NAME) -> str:
     """A pip requirements file pinning each wheel by version and SHA-256, sorted by name."""
-    machine = f"the deployment target {target}" if target else "the machine they were written on"
     lines = [
-        f"{_HEADER_START}{machine}{_HEADER_END}",  # how a later run knows the file for its own
+        _header_line(target),  # how a later run knows the file for its own
         f"# pip install --require-hashes --no-deps -r {name} (torch comes from your own index or image)",
     ]
     for wheel in sorted(wheels, key=lambda w: w.spec.distribution):
@@ -298,13 +316,19 @@ _HEADER_START = "# Kernel wheels for "
 _HEADER_END = ", written by kernels to-wheel."
 
 
+def _header_line(target: str | None) -> str:
+    """The first line of a requirements or pylock file to-wheel writes, for this machine or ``target``."""
+    machine = f"the deployment target {target}" if target else "the machine they were written on"
+    return f"{_HEADER_START}{machine}{_HEADER_END}"
+
+
 def _requirements_names(targets: Sequence[Target], all_variants: bool) -> list[str]:
-    """The requirements files a run writes: none for every variant, one per target with several."""
+    """The requirements and pylock files a run writes: none for every variant, one each per target with several."""
     if all_variants:
         return []
     if len(targets) > 1:
-        return [f"requirements-{target.name}.txt" for target in targets]
-    return [REQUIREMENTS_NAME]
+        return [name for t in targets for name in (f"requirements-{t.name}.txt", pylock.pylock_name(t.name))]
+    return [REQUIREMENTS_NAME, pylock.PYLOCK_NAME]
 
 
 def _check_output(output: Path, requirements: Sequence[str]) -> None:
@@ -324,7 +348,8 @@ def _check_output(output: Path, requirements: Sequence[str]) -> None:
             raise UsageError(f"-o {output}: {path} is a symbolic link, which to-wheel did not create and writes "
                              "nothing through; remove it, or pass another folder")  # fmt: skip
         if not stat.S_ISREG(info.st_mode) or not _written_by_to_wheel(path):
-            raise UsageError(f"-o {output}: {path} is not a requirements file to-wheel wrote, and it is not "
+            what = "pylock file" if name.startswith("pylock.") else "requirements file"
+            raise UsageError(f"-o {output}: {path} is not a {what} to-wheel wrote, and it is not "
                              "replaced; pass another folder, or move that file")  # fmt: skip
 
 

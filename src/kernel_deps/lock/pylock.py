@@ -1,0 +1,117 @@
+"""``kernels export --format pylock``: the kernel wheels of a lock, added to the project's own ``pylock.toml``.
+
+``kernels to-wheel`` writes the kernel wheels and their ``pylock.toml`` (:mod:`kernel_deps.core.pylock`);
+a project whose Python dependencies are locked by uv or pip (``uv export -o pylock.toml``,
+``pip lock``) has a ``pylock.toml`` of its own. :func:`pylock_export` makes one file of the
+two: every package of the project's file kept byte for byte, the kernel packages added
+below a marker line (and replaced there by the next export), so ``uv pip install -r
+pylock.toml`` or ``pip install -r pylock.toml`` installs the whole environment. Before
+anything is added, the kernel packages are held to the lock they are exported from (the
+same kernels, commits and variant hashes: a stale wheels folder is refused) and each wheel
+file to the size and SHA-256 its ``pylock.toml`` records. Reads files; writes none (the
+command writes the text). Imports ``core.pylock``, ``core.boundedread``, ``core.errors``, ``lock.model``.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kernel_deps.core import pylock
+from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
+from kernel_deps.core.errors import KernelIntegrityError, UsageError
+from kernel_deps.lock.model import Lockfile
+
+EXPORTED_HEADER = "# Kernel wheels exported by kernels export --format pylock (kernel-deps)."
+
+
+def pylock_export(lock: Lockfile, lock_file: Path, wheels_file: Path, output: Path) -> tuple[str, int]:
+    """The new text of ``output`` and how many kernel packages it holds: the packages of
+    ``wheels_file`` (a ``pylock.toml`` kernels to-wheel wrote from ``lock``) added to the lock
+    already at ``output``, or alone when there is none. UsageError naming the file and key
+    for a file that is no pylock, or kernel packages that are not ``lock``'s;
+    KernelIntegrityError for a wheel changed since to-wheel wrote it."""
+    packages = kernel_packages(lock, lock_file, wheels_file, output.parent)
+    try:
+        theirs = read_bounded(output, PROJECT_FILE_LIMIT).decode("utf-8")
+    except FileNotFoundError:
+        theirs = "\n".join([EXPORTED_HEADER, f'lock-version = "{pylock.LOCK_VERSION}"',
+                            f'created-by = "{pylock.CREATED_BY}"']) + "\n"  # fmt: skip
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--output {output}: cannot read it ({getattr(exc, 'strerror', None) or exc}); "
+                         "name a pylock.toml file, or a new one") from None  # fmt: skip
+    try:
+        return pylock.merge_pylock(theirs, packages), len(packages)
+    except pylock.PylockError as exc:
+        raise UsageError(f"--output {output}: {exc}; the kernel packages were not added") from None
+
+
+def kernel_packages(lock: Lockfile, lock_file: Path, wheels_file: Path, into: Path) -> list[dict[str, Any]]:
+    """The packages of ``wheels_file``, each held to ``lock`` and to its wheel file, with each
+    wheel's ``path`` made relative to the folder ``into`` (where the file they go into lies)."""
+    try:
+        doc = pylock.parse_pylock(read_bounded(wheels_file, PROJECT_FILE_LIMIT).decode("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--wheels {wheels_file}: cannot read it ({getattr(exc, 'strerror', None) or exc}); "
+                         "pass the pylock.toml kernels to-wheel wrote beside the wheels") from None  # fmt: skip
+    except pylock.PylockError as exc:
+        raise UsageError(f"--wheels {wheels_file}: not a valid pylock.toml ({exc}); pass the one kernels "
+                         "to-wheel wrote beside the wheels") from None  # fmt: skip
+    if doc.get("created-by") != pylock.CREATED_BY:
+        raise UsageError(f"--wheels {wheels_file}: created by {doc.get('created-by')!r}, not kernels to-wheel; "
+                         "pass the pylock.toml kernels to-wheel wrote beside the wheels")  # fmt: skip
+    found: dict[str, dict[str, Any]] = {}
+    for position, package in enumerate(doc["packages"]):
+        where = f"--wheels {wheels_file}: packages[{position}] ({package['name']})"
+        facts = (package.get("tool") or {}).get(pylock.TOOL)
+        if not isinstance(facts, Mapping):
+            raise UsageError(f"{where} has no [packages.tool.{pylock.TOOL}]: it is no kernel wheel of kernels to-wheel")
+        _check_against_lock(lock, lock_file, facts, where)
+        wheels = [_relocated(wheel, wheels_file.parent, into, where) for wheel in package.get("wheels", [])]
+        found[facts["repo-id"]] = {**package, "wheels": wheels}
+    missing = [kernel.repo_id for kernel in lock.kernels if kernel.repo_id not in found]
+    if missing:
+        raise UsageError(f"--wheels {wheels_file}: has no wheel of {missing[0]}, which {lock_file} locks; run "
+                         "'kernels to-wheel' again, then export")  # fmt: skip
+    return list(found.values())
+
+
+def _check_against_lock(lock: Lockfile, lock_file: Path, facts: Mapping[str, Any], where: str) -> None:
+    """UsageError unless the package is the wheel of a build ``lock`` pins, as it pins it."""
+    rerun = "run 'kernels to-wheel' again, then export"
+    kernel = lock.get(facts.get("repo-id")) if isinstance(facts.get("repo-id"), str) else None
+    if kernel is None:
+        raise UsageError(f"{where}: {facts.get('repo-id')!r} is not a kernel {lock_file} locks; {rerun}")
+    variant = kernel.variants.get(facts.get("variant")) if isinstance(facts.get("variant"), str) else None
+    if facts.get("commit") != kernel.sha or variant is None or facts.get("variant-hash") != variant.hash:
+        raise UsageError(f"{where}: is the build {facts.get('variant')!r} at commit {str(facts.get('commit'))[:12]}, "
+                         f"not one {lock_file} pins ({kernel.sha[:12]}); {rerun}")  # fmt: skip
+
+
+def _relocated(wheel: Mapping[str, Any], folder: Path, into: Path, where: str) -> dict[str, Any]:
+    """``wheel`` with its path made relative to ``into``, once its file has the size and SHA-256
+    recorded (a wheel named by URL is left as it is: the installers check it when they fetch it)."""
+    if "path" not in wheel:
+        return dict(wheel)
+    path = folder / wheel["path"]
+    digest, size = hashlib.sha256(), 0
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # no device or FIFO opened
+            raise IsADirectoryError(errno.EISDIR, "not a regular file")
+        with open(path, "rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+                size += len(block)
+    except OSError as exc:
+        raise UsageError(f"{where}: cannot read its wheel {path} ({exc.strerror or exc}); run 'kernels to-wheel' "
+                         "again, then export") from None  # fmt: skip
+    if size != wheel.get("size") or digest.hexdigest() != wheel["hashes"].get("sha256"):
+        raise KernelIntegrityError(f"{where}: the wheel {path} is not the file kernels to-wheel wrote (its size or "
+                                   "SHA-256 differs); run 'kernels to-wheel' again, then export")  # fmt: skip
+    relative = os.path.relpath(path.resolve(), Path(into).resolve())
+    return {**wheel, "path": Path(relative).as_posix()}
