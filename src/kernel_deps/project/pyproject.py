@@ -77,18 +77,19 @@ def read_kernels_source(
     text = _read_pyproject(Path(project_dir), missing_ok=missing_ok)
     if text is None:
         return None, None, None
-    return (text, *_kernels_table(text, source))
+    return (text, *kernels_table_from_text(text, source=source))
 
 
 def requirements_from_text(text: str, *, source: str) -> list[KernelRequirement]:
     """:func:`read_requirements` of pyproject.toml text not yet written to ``source``."""
-    _, requirements = _kernels_table(text, source)
+    _, requirements = kernels_table_from_text(text, source=source)
     if requirements is None:
-        raise _no_table(source)
+        raise missing_table_error(source)
     return requirements
 
 
-def _kernels_table(text: str, source: str) -> tuple[dict[str, Any] | None, list[KernelRequirement] | None]:
+def kernels_table_from_text(text: str, *, source: str) -> tuple[dict[str, Any] | None, list[KernelRequirement] | None]:
+    """``[tool.kernels]`` of pyproject.toml text read from ``source`` as plain data, and its requirements."""
     plain = _plain_kernels_table(text)
     if plain is not None:
         kernels, table = plain
@@ -111,9 +112,9 @@ def read_project(project_dir: Path) -> tuple[list[KernelRequirement], tuple[Targ
 
 def project_from_text(text: str, *, source: str) -> tuple[list[KernelRequirement], tuple[Target, ...]]:
     """:func:`read_project` of pyproject.toml text not yet written to ``source``."""
-    kernels, requirements = _kernels_table(text, source)
+    kernels, requirements = kernels_table_from_text(text, source=source)
     if requirements is None:
-        raise _no_table(source)
+        raise missing_table_error(source)
     return requirements, targets_from_table(kernels, text, source)
 
 
@@ -127,7 +128,7 @@ def read_targets(project_dir: Path) -> tuple[Target, ...]:
 
 def targets_from_text(text: str, *, source: str) -> tuple[Target, ...]:
     """:func:`read_targets` of pyproject.toml text read from ``source``."""
-    kernels, _ = _kernels_table(text, source)
+    kernels, _ = kernels_table_from_text(text, source=source)
     return targets_from_table(kernels, text, source)
 
 
@@ -154,7 +155,7 @@ def read_trust(project_dir: Path) -> tuple[str, ...]:
     text = _read_pyproject(Path(project_dir), missing_ok=False)
     assert text is not None
     source = str(Path(project_dir) / PYPROJECT_NAME)
-    kernels, _ = _kernels_table(text, source)
+    kernels, _ = kernels_table_from_text(text, source=source)
     return trust_from_table(kernels, text, source)
 
 
@@ -196,7 +197,7 @@ def read_signature_policy(project_dir: Path) -> SignaturePolicy:
     text = _read_pyproject(Path(project_dir), missing_ok=False)
     assert text is not None
     source = str(Path(project_dir) / PYPROJECT_NAME)
-    kernels, _ = _kernels_table(text, source)
+    kernels, _ = kernels_table_from_text(text, source=source)
     return signature_policy_from_table(kernels, text, source, Path(project_dir))
 
 
@@ -293,11 +294,12 @@ def read_requirements(project_dir: Path) -> list[KernelRequirement]:
     """Every requirement in ``[tool.kernels.dependencies]`` of the project, sorted by repo id."""
     _, requirements = read_kernels_table(project_dir)
     if requirements is None:
-        raise _no_table(Path(project_dir) / PYPROJECT_NAME)
+        raise missing_table_error(Path(project_dir) / PYPROJECT_NAME)
     return requirements
 
 
-def _no_table(source: object) -> PyprojectError:
+def missing_table_error(source: object) -> PyprojectError:
+    """The error of a project whose pyproject.toml has no ``[tool.kernels.dependencies]`` table."""
     return PyprojectError(
         f"{source}: no {TABLE} table; declare the kernels the project uses there, "
         "e.g. with 'kernels add kernels-community/activation'"
