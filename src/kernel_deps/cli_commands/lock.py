@@ -24,7 +24,7 @@ def lock(
     quiet: bool,
 ) -> None:
     """Resolve [tool.kernels.dependencies] into kernels.lock (commits and variant hashes)."""
-    from kernel_deps.commands.lock import lock_project
+    from kernel_deps.commands.lock import LockMode, lock_project
 
     if check and dry_run:
         raise UsageError("--check and --dry-run exclude each other; pass one of them")
@@ -33,9 +33,8 @@ def lock(
         project_dir,
         upgrade=upgrade,
         upgrade_packages=upgrade_packages,
-        write=write,
+        mode=LockMode.WRITE if write else LockMode.CHECK,
         notice=_notice(),
-        explain_offline=not write,
     )
     _render_lock(report, as_json=as_json, check=check, quiet=_quiet())
 

@@ -340,7 +340,7 @@ def _resolve_unlocked(
 ) -> tuple[Lockfile, "KernelRequirement"]:
     """A one-kernel lock (its dependencies included) for ``version`` or ``revision``, from
     the Hub; every kernel of it trusted as ``trust_remote_code`` says, else UntrustedPublisherError."""
-    from kernel_deps.commands.lock import resolve_in_memory
+    from kernel_deps.resolve.session import resolve_in_memory
     from kernel_deps.core.spec import InvalidEntry, requirement_from_value
     from kernel_deps.hub.client import HubClient
     from kernel_deps.resolve.resolver import Requester
@@ -513,7 +513,7 @@ def _verified_variant(
             judge.refuse(kernel, variant, installed)
             return installed
     if not check.present and allow_download:
-        from kernel_deps.commands.download import download_lock
+        from kernel_deps.fetch.run import download_lock
 
         if not is_offline():
             # The whole lock, so the entry keeps its dependencies' entries; only this variant.
