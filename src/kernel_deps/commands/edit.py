@@ -18,7 +18,8 @@ from kernel_deps.core import atomicfile
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
 from kernel_deps.core.spec import parse_add_argument
 from kernel_deps.project.edit import editing
-from kernel_deps.project.pyproject import add_requirement, read_pyproject_text, remove_requirement
+from kernel_deps.project.pyproject import read_pyproject_text
+from kernel_deps.project.toml_edit import add_requirement, remove_requirement
 from kernel_deps.project.record import project_from_source
 from kernel_deps.resolve.locking import LockMode, LockReport, lock_while_editing
 
