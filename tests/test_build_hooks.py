@@ -25,7 +25,6 @@ from kernel_deps.build_hooks import ALLOW_STALE_ENV, BuildLock, StaleLockError, 
 from kernel_deps.core.errors import LockfileError, PyprojectError, UsageError
 from kernel_deps.core.spec import parse_requirement
 from kernel_deps.loader import api as loader
-from kernel_deps.loader.finding import packages_to_distributions
 from kernel_deps.core.signers import GITHUB_ISSUER
 from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock, VariantSigner
 from tests.fixtures.projects import write_project
@@ -288,9 +287,9 @@ def fake_site(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delenv("KERNELS_LOCKFILE", raising=False)
     monkeypatch.chdir(tmp_path)
-    packages_to_distributions.cache_clear()
+    loader.packages_to_distributions.cache_clear()
     yield site
-    packages_to_distributions.cache_clear()
+    loader.packages_to_distributions.cache_clear()
 
 
 def test_the_loader_reads_the_lock_of_the_calling_modules_distribution(fake_site) -> None:

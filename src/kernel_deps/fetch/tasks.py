@@ -1,4 +1,4 @@
-"""What a download works on and reports: one variant of one locked kernel, its outcome, the run's report, and its progress."""
+"""What a download works on and reports: a variant of a locked kernel, its outcome, the report, the progress."""
 
 from __future__ import annotations
 

@@ -41,7 +41,13 @@ from kernel_deps.core.errors import (
 from kernel_deps.core.signers import Identity, SignaturePolicy
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.variants import select_variant
-from kernel_deps.loader.finding import LockSource, StaleLockWarning, calling_module, find_lock
+from kernel_deps.loader.finding import (  # packages_to_distributions: its cache is cleared after an install in-process
+    LockSource,
+    StaleLockWarning,
+    calling_module,
+    find_lock,
+    packages_to_distributions,
+)
 from kernel_deps.loader.judge import Judge
 from kernel_deps.loader.modules import import_variant, module_name_for
 from kernel_deps.loader.unlocked import resolve_unlocked
@@ -254,6 +260,7 @@ __all__ = [
     "load_kernel",
     "loaded_kernels",
     "module_name_for",
+    "packages_to_distributions",
     "calling_module",
     "system_for_backend",
 ]
