@@ -35,18 +35,18 @@ def _hook(event: str, args: tuple) -> None:
 sys.addaudithook(_hook)  # an audit hook stays for the process: it counts only while a test watches
 
 
-def reads(project: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, object]:
-    """(opens of pyproject.toml, tomllib parses, the result) of ``kernels ARGS``."""
+def reads(project: Path, *args: str) -> tuple[int, int, object]:
+    """(opens of pyproject.toml for reading, tomllib parses, the result) of ``kernels ARGS``."""
     parses = []
     loads = tomllib.loads
-    monkeypatch.setattr(tomllib, "loads", lambda text, **kw: parses.append(1) or loads(text, **kw))
+    tomllib.loads = lambda text, **kw: parses.append(1) or loads(text, **kw)  # the standard library's, counted
     _opens.clear()
     _watched[:] = [project / "pyproject.toml"]
     try:
         result = run_kernels(*args)
     finally:
         _watched.clear()
-        monkeypatch.undo()
+        tomllib.loads = loads
     return len(_opens), len(parses), result
 
 
@@ -66,23 +66,23 @@ COMMANDS = [
 
 
 @pytest.mark.parametrize(("command", "expected"), COMMANDS, ids=[" ".join(c[:2]) for c, _ in COMMANDS])
-def test_each_command_reads_pyproject_once(app, tmp_path, command, expected, monkeypatch) -> None:
+def test_each_command_reads_pyproject_once(app, tmp_path, command, expected) -> None:
     project, _ = app
     assert run_kernels("lock", str(project)).returncode == 0
     args = [part.format(tmp=tmp_path) for part in command]
-    opens, parses, result = reads(project, args[0], str(project), *args[1:], monkeypatch=monkeypatch)
+    opens, parses, result = reads(project, args[0], str(project), *args[1:])
     assert result.returncode == 0, (result.stdout, result.stderr)
     assert (opens, parses) == (expected, expected)
 
 
-def test_a_sync_that_relocks_reads_pyproject_again_only_under_the_edit_lock(app, monkeypatch) -> None:
+def test_a_sync_that_relocks_reads_pyproject_again_only_under_the_edit_lock(app) -> None:
     project, _ = app  # no lock yet: the judgement reads it, the relock reads it again holding the edit lock
-    opens, parses, result = reads(project, "sync", str(project), monkeypatch=monkeypatch)
+    opens, parses, result = reads(project, "sync", str(project))
     assert result.returncode == 0, (result.stdout, result.stderr)
     assert (opens, parses) == (2, 2)
 
 
-def test_add_and_remove_read_pyproject_once_and_parse_each_text_once(app, hub_env, monkeypatch) -> None:
+def test_add_and_remove_read_pyproject_once_and_parse_each_text_once(app, hub_env) -> None:
     project, _ = app
     assert run_kernels("lock", str(project)).returncode == 0
     other = f"{project.parent.name[-12:]}-other".strip("-_").replace("_", "-")
@@ -92,9 +92,9 @@ def test_add_and_remove_read_pyproject_once_and_parse_each_text_once(app, hub_en
     # the digest of what it replaces: core.atomicfile.write_together). With a range, the edited
     # text alone is parsed; without one, the original too (its targets).
     for args, parsed in (((f"{other}>=1",), 1), ((other,), 2)):
-        opens, parses, result = reads(project, "add", *args, str(project), monkeypatch=monkeypatch)
+        opens, parses, result = reads(project, "add", *args, str(project))
         assert result.returncode == 0, (result.stdout, result.stderr)
         assert (opens, parses) == (2, parsed), args
-        opens, parses, result = reads(project, "remove", other, str(project), monkeypatch=monkeypatch)
+        opens, parses, result = reads(project, "remove", other, str(project))
         assert result.returncode == 0, (result.stdout, result.stderr)
         assert (opens, parses) == (2, 1)
