@@ -1,4 +1,4 @@
-"""Each command reads pyproject.toml once: one open of the file and one parse of its text.
+"""Each command reads pyproject.toml once: one open of the file for its project, one parse of each text.
 
 Every command below runs for real (the ``kernels`` group in this process, against the
 local Hub); an audit hook counts the opens of the project's ``pyproject.toml`` and the
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,8 @@ import pytest
 from tests.fixtures.builder import KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+: what reading parses with
 
 _watched: list[Path] = []  # the pyproject.toml whose reads are counted now (none: counting is off)
 _opens: list[str] = []
