@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from kernel_deps.cache import store as cache
-from kernel_deps.commands.download import download_lock
+from kernel_deps.fetch.run import download_lock
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.hub.client import HubClient
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, STABLE_ABI_VARIANT, KernelRepo, Release, build_repo

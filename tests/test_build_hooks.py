@@ -287,9 +287,9 @@ def fake_site(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delenv("KERNELS_LOCKFILE", raising=False)
     monkeypatch.chdir(tmp_path)
-    loader._packages_to_distributions.cache_clear()
+    loader.packages_to_distributions.cache_clear()
     yield site
-    loader._packages_to_distributions.cache_clear()
+    loader.packages_to_distributions.cache_clear()
 
 
 def test_the_loader_reads_the_lock_of_the_calling_modules_distribution(fake_site) -> None:

@@ -16,7 +16,11 @@ import pytest
 from filelock import FileLock
 
 from kernel_deps.cache import store as cache
-from kernel_deps.commands.download import Progress, VariantTask, check_tree_paths, choose_variants, download_lock, download_project
+from kernel_deps.commands.download import download_project
+from kernel_deps.core.variants import choose_variants
+from kernel_deps.fetch.files import check_tree_paths
+from kernel_deps.fetch.run import download_lock
+from kernel_deps.fetch.tasks import Progress, VariantTask
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.core.errors import UnsafeRepoContentError
 from kernel_deps.core.variants import system_for_variant
@@ -68,8 +72,8 @@ def _download_json(project: Path) -> dict:
 
 def test_choose_variants_takes_the_system_it_is_given(project) -> None:
     kernel = read_lock(project / "kernels.lock", purpose="use").lock.get(REPO_ID)
-    assert choose_variants(kernel, system=system_for_variant(CUDA_VARIANT)) == [CUDA_VARIANT]
-    assert choose_variants(kernel, system=system_for_variant(METAL_VARIANT)) == [METAL_VARIANT]
+    assert choose_variants(kernel.repo_id, kernel.variants, system=system_for_variant(CUDA_VARIANT)) == [CUDA_VARIANT]
+    assert choose_variants(kernel.repo_id, kernel.variants, system=system_for_variant(METAL_VARIANT)) == [METAL_VARIANT]
 
 
 def test_every_variant_named_is_downloaded(project) -> None:

@@ -27,7 +27,8 @@ from kernel_deps.build_hooks import lock_for_build
 from kernel_deps.commands.edit import edit_and_relock
 from kernel_deps.core.errors import PendingEditError
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME, EDIT_LOCK_NAME
-from kernel_deps.project.pyproject import add_requirement, read_requirements
+from kernel_deps.project.pyproject import read_requirements
+from kernel_deps.project.toml_edit import add_requirement
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.processes import KERNELS, sigint_as_in_a_terminal
 from tests.fixtures.projects import write_project

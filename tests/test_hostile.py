@@ -12,7 +12,10 @@ import pytest
 
 from kernel_deps import get_locked_kernel
 from kernel_deps.cache import store as cache
-from kernel_deps.commands.download import UnsafeRepoContentError, VariantTask, check_tree_paths, download_project
+from kernel_deps.commands.download import download_project
+from kernel_deps.core.errors import UnsafeRepoContentError
+from kernel_deps.fetch.files import check_tree_paths
+from kernel_deps.fetch.tasks import VariantTask
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.core.errors import HubError, InvalidKernelMetadataError
 from kernel_deps.hub.client import TreeFile

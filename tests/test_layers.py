@@ -147,6 +147,35 @@ def test_no_module_imports_itself_back_through_others() -> None:
     assert not described, "import cycles:\n" + "\n".join(described)
 
 
+# The command line: the only modules that may import ``kernel_deps.commands`` (its verbs). Today's
+# loose edge modules, and the ``kernel_deps.cli`` package (or module) that gathers them.
+COMMAND_LINE = ("kernel_deps.cli", "kernel_deps.cli_commands", "kernel_deps.cli_common", "kernel_deps.entry",
+                "kernel_deps.render", "kernel_deps.hfcli", "kernel_deps.interrupt")  # fmt: skip
+
+
+def _in_command_line(module: str) -> bool:
+    return any(module == edge or module.startswith(edge + ".") for edge in COMMAND_LINE) or module.startswith(
+        f"{PKG}.cli"
+    )
+
+
+def test_only_the_command_line_imports_the_commands() -> None:
+    # A command module is one verb composing the engines below it (fetch, checks, resolve, lock):
+    # no other module, the loader and the build hooks included, reaches into a verb, and no verb
+    # imports another verb.
+    _, found = all_imports()
+    commands = f"{PKG}.commands"
+    reaching = [
+        f"{imp.where}: {imp.importer} imports {imp.imported}"
+        for imp in found
+        if (imp.imported == commands or imp.imported.startswith(commands + "."))
+        and not _in_command_line(imp.importer)
+        and not (imp.importer.startswith(commands + ".") and imp.imported == commands)
+        and imp.importer != commands
+    ]
+    assert not reaching, "modules outside the command line import kernel_deps.commands:\n" + "\n".join(reaching)
+
+
 def test_every_module_is_described_in_the_architecture_page() -> None:
     text = ARCHITECTURE.read_text(encoding="utf-8")
     missing = []

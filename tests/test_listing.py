@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_deps.commands.versions import ListedVersion, VersionListing, list_versions, requirement_for_newest
+from kernel_deps.commands.versions import ListedVersion, VersionListing, list_versions
+from kernel_deps.resolve.newest import requirement_for_newest
 from kernel_deps.core.errors import OfflineError, RepoNotFoundError, UsageError
 from kernel_deps.hub.client import HubClient
 from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel_deps.commands.lock import diff_locks
+from kernel_deps.lock.diff import diff_locks
 from kernel_deps.core.errors import FileWriteError, LockfileError, UsageError
 from kernel_deps.core.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
 from kernel_deps.lock.model import (

@@ -16,7 +16,7 @@ import pytest
 
 from kernel_deps import load_kernel
 from kernel_deps.build_hooks import StaleLockError, lock_for_build
-from kernel_deps.commands.lock import lock_project
+from kernel_deps.commands.lock import LockMode, lock_project
 from kernel_deps.commands.verify import verify_project
 from kernel_deps.core.errors import LockfileError, PendingEditError
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME
@@ -77,7 +77,7 @@ def test_our_lock_is_one_answer_for_every_purpose(hub_env, tmp_path: Path) -> No
         assert found.pins == {ROTARY: LockedPin(commit=hub_env.repos[ROTARY].branches["v1"], version="v1")}
     assert parse_lock(path.read_text(), source="embedded", purpose="load").lock == lock
     # Each consumer takes it as ours: no conversion, no foreign-lock notice, embedded as it is without a warning.
-    assert lock_project(project, write=False).converted_from is None
+    assert lock_project(project, mode=LockMode.RESOLVE).converted_from is None
     assert [n.kind for n in verify_project(project).notices] == []
     assert lock_for_build(project).warnings == () and lock_for_build(project).text == path.read_text()
 
@@ -95,7 +95,7 @@ def test_a_kernels_016_lock_from_kernels_016_itself_is_named_alike_by_every_cons
         assert found.lock.get(repo_id).sha == commit and found.lock.get(repo_id).dependencies == ()
         assert found.pins == {repo_id: LockedPin(commit=commit, version=None)} and found.raw == written
     name = WRITTEN_BY["kernels-0.16"]
-    assert lock_project(project, write=False).converted_from == name
+    assert lock_project(project, mode=LockMode.RESOLVE).converted_from == name
     verified = verify_project(project)
     assert [n.message.startswith(f"{path} was written by {name}:") for n in verified.notices] == [True]
     # It records no version, so it cannot show that its pin meets `= 1`: every consumer says so.
@@ -134,7 +134,7 @@ def test_a_kernels_017_lock_from_kernels_017_itself_is_refused_alike_by_every_us
         found = read_lock(path, purpose=purpose)
         assert (found.format, found.lock, found.raw) == ("kernels-0.17", None, written)
         assert found.pins == {ROTARY: LockedPin(commit=commit, version="v1")}
-    outcome = lock_project(project, write=False)
+    outcome = lock_project(project, mode=LockMode.RESOLVE)
     assert outcome.converted_from == WRITTEN_BY["kernels-0.17"] and outcome.lock.get(ROTARY).sha == commit
     built = lock_for_build(project)
     assert built.text == written.decode() and built.warnings[0].startswith(f"{path} was written by Hugging Face kernels 0.17;")
@@ -186,7 +186,7 @@ def test_a_pending_edit_is_refused_by_every_purpose_with_one_message(hub_env, tm
     # A lock judged without writing, from requirements given in code, never reads a lock mid-edit either.
     requirements, targets = read_project_after(journal, project)
     with pytest.raises(PendingEditError) as caught:
-        lock_project(project, write=False, requirements=requirements, targets=targets)
+        lock_project(project, mode=LockMode.RESOLVE, requirements=requirements, targets=targets)
     messages.add(str(caught.value))
     (message,) = messages
     assert message.startswith(f"{journal}: an edit of pyproject.toml and kernels.lock is pending")

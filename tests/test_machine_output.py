@@ -254,9 +254,9 @@ def test_a_target_no_version_serves_is_told_in_json_as_records(hub_env, tmp_path
 
 
 def _lock_report(project: Path) -> tuple[object, str]:
-    from kernel_deps.commands.lock import lock_project
+    from kernel_deps.commands.lock import LockMode, lock_project
 
-    report = lock_project(project, write=False)
+    report = lock_project(project, mode=LockMode.RESOLVE)
     assert report.up_to_date and not report.written
     return report, "lock"
 

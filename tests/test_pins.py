@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.commands.lock import lock_project
+from kernel_deps.commands.lock import LockMode, lock_project
 from kernel_deps.commands.verify import verify_project
 from kernel_deps.core.errors import ResolutionError
 from kernel_deps.core.spec import parse_requirement
@@ -211,7 +211,7 @@ def test_outdated_shows_upgrades_newer_releases_and_moved_branches(hub_env, tmp_
     assert data["drifted"] is True
     assert {k["repo_id"]: k["upgradable"] for k in data["kernels"]} == {branchy: True, ranged: True}
     # Reading only: the lock did not move.
-    assert lock_project(project, write=False).up_to_date
+    assert lock_project(project, mode=LockMode.RESOLVE).up_to_date
 
 
 def test_a_kernels_016_lock_is_downloaded_verified_and_loaded_as_it_is(hub_env, tmp_path) -> None:

@@ -20,7 +20,8 @@ from kernel_deps.core.spec import (
     parse_requirement,
     validate_repo_id,
 )
-from kernel_deps.project.pyproject import add_requirement, read_requirements, remove_requirement
+from kernel_deps.project.pyproject import read_requirements
+from kernel_deps.project.toml_edit import add_requirement, remove_requirement
 
 ROTARY = "kernels-test/rotary"
 HEAD = '[project]\nname = "demo"\nversion = "0.1.0"\n\n[tool.kernels.dependencies]\n'  # entries start on line 6

@@ -97,11 +97,15 @@ def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path
     # A few small files are hashed in this thread (no pool, no concurrent.futures), and a
     # metadata.json without a digest (here, none at all) needs no base64.
     assert not modules & set(VERIFY_DOES_NOT_USE)
+    assert set(VERIFY_USES) <= modules
 
 
 # What an offline verify of small cached kernels, none with a digest, does not import; nor
 # the readers of other tools' lock formats, for a lock of kernel-deps' own.
-VERIFY_DOES_NOT_USE = ("concurrent.futures", "concurrent.futures.thread", "base64", "kernel_deps.lock.formats")
+VERIFY_DOES_NOT_USE = ("concurrent.futures", "concurrent.futures.thread", "base64", "kernel_deps.lock.formats",
+                      "kernel_deps.checks.hub", "kernel_deps.fetch")  # the Hub's checks, and downloading
+# The engines an offline verify composes: the project read once, the lock's checks.
+VERIFY_USES = ("kernel_deps.project.record", "kernel_deps.checks.verification", "kernel_deps.checks.cache")
 
 
 def test_a_warm_download_defines_only_download(tmp_path: Path) -> None:
@@ -116,6 +120,15 @@ def test_a_warm_download_defines_only_download(tmp_path: Path) -> None:
     # the lock records), with the standard library's tomllib, not the editing parser; a lock of
     # kernel-deps' own needs no other tool's reader.
     assert "tomllib" in modules and not modules & {"tomlkit", "kernel_deps.lock.formats"}
+    # What is in the cache is judged there: the fetching of a missing variant (and with it the
+    # Hub client and filelock) is never imported, nor verify's checks.
+    assert set(WARM_DOWNLOAD_USES) <= modules and not modules & set(WARM_DOWNLOAD_DOES_NOT_USE)
+
+
+# The engines a warm download composes, and what only a missing variant or another verb imports.
+WARM_DOWNLOAD_USES = ("kernel_deps.project.record", "kernel_deps.fetch.project", "kernel_deps.fetch.run",
+                      "kernel_deps.fetch.gate", "kernel_deps.fetch.tasks")  # fmt: skip
+WARM_DOWNLOAD_DOES_NOT_USE = ("kernel_deps.fetch.files", "filelock", "kernel_deps.checks", "kernel_deps.resolve")
 
 
 def test_a_lock_of_major_branches_is_verified_without_packaging(tmp_path: Path) -> None:

@@ -11,7 +11,9 @@ import pytest
 
 from kernel_deps.cache import store as cache
 from kernel_deps.commands.lock import lock_project
-from kernel_deps.commands.verify import CACHE_KINDS, HUB_KINDS, SYNC_KINDS, Problem, check_cache, verify_project
+from kernel_deps.checks.cache import check_cache
+from kernel_deps.commands.verify import CACHE_KINDS, HUB_KINDS, SYNC_KINDS, verify_project
+from kernel_deps.lock.freshness import Problem
 from kernel_deps.lock.freshness import check_sync
 from kernel_deps.core.errors import LockfileError, PyprojectError, UsageError
 from kernel_deps.core.hashing import is_hashed_path

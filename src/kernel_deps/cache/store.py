@@ -482,7 +482,7 @@ def place_variant(repo: Path, commit: str, variant: str, files: dict[str, str]) 
     """Make ``snapshots/<commit>/build/<variant>`` link ``files`` (relative path -> blob), with no
     check beyond what the caller made: for a folder of variants already verified in the cache
     (``--into``). A download admits what it fetched through its own checks instead
-    (:func:`kernel_deps.commands.download.admit_variant`)."""
+    (:func:`kernel_deps.fetch.gate.admit_variant`)."""
     with staged_variant(repo, commit, variant, files) as staged:
         return staged.place()
 

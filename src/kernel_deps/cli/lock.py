@@ -25,7 +25,7 @@ def lock(
 ) -> None:
     """Resolve [tool.kernels.dependencies] into kernels.lock (commits and variant hashes)."""
     from kernel_deps.cli.render_lock import echo_lock_report
-    from kernel_deps.commands.lock import lock_project
+    from kernel_deps.commands.lock import LockMode, lock_project
 
     if check and dry_run:
         raise UsageError("--check and --dry-run exclude each other; pass one of them")
@@ -34,8 +34,7 @@ def lock(
         project_dir,
         upgrade=upgrade,
         upgrade_packages=upgrade_packages,
-        write=write,
+        mode=LockMode.WRITE if write else LockMode.CHECK,
         notice=notice(),
-        explain_offline=not write,
     )
     echo_lock_report(report, as_json=as_json, check=check, quiet=is_quiet())

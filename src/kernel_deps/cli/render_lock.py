@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 from kernel_deps.core.settings import BUILD_DIR, LOCK_NAME
 
 if TYPE_CHECKING:  # `kernels --help` renders nothing and imports no command
-    from kernel_deps.commands.lock import LockChange, LockedPin, LockNote, LockReport
+    from kernel_deps.resolve.locking import LockReport
+    from kernel_deps.lock.diff import LockChange, LockedPin
+    from kernel_deps.resolve.notes import LockNote
 
 # How many passed-over versions a held-back note names.
 HELD_BACK_SHOWN = 3

@@ -14,18 +14,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from kernel_deps.commands.lock import LockReport, lock_while_editing
 from kernel_deps.core import atomicfile
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
 from kernel_deps.core.spec import parse_add_argument
 from kernel_deps.project.edit import editing
-from kernel_deps.project.pyproject import (
-    add_requirement,
-    project_from_text,
-    read_pyproject_text,
-    remove_requirement,
-    targets_from_text,
-)
+from kernel_deps.project.pyproject import read_pyproject_text
+from kernel_deps.project.toml_edit import add_requirement, remove_requirement
+from kernel_deps.project.record import project_from_source
+from kernel_deps.resolve.locking import LockMode, LockReport, lock_while_editing
 
 if TYPE_CHECKING:
     from kernel_deps.hub.client import HubClient
@@ -58,8 +54,8 @@ def add_kernel(
     [tool.kernels.dependencies] of ``project_dir`` and relock; without a range, the newest
     release's major series is written (from the newest version serving every declared target).
     UsageError for a bad argument; nothing is written when the relock fails."""
-    from kernel_deps.commands.versions import requirement_for_newest
     from kernel_deps.hub.client import HubClient
+    from kernel_deps.resolve.newest import requirement_for_newest
 
     project_dir = Path(project_dir)
     repo_id, asked = parse_add_argument(requirement)
@@ -70,7 +66,8 @@ def add_kernel(
     def edit(text: str) -> str:  # under the project's edit lock: the newest fit for the targets of this text
         value = asked
         if value is None:
-            value = requirement_for_newest(repo_id, hub=hub, targets=targets_from_text(text, source=source))
+            targets = project_from_source(text, project_dir).targets
+            value = requirement_for_newest(repo_id, hub=hub, targets=targets)
         chosen.append(value)
         return add_requirement(text, repo_id, value, source=source)
 
@@ -121,11 +118,10 @@ def edit_and_relock(
         original = read_pyproject_text(project_dir)
         updated = edit(original)
         if updated == original:
-            return lock_while_editing(project_dir, hub=hub, requirements=None, targets=None, upgrade=False,
-                                      upgrade_packages=(), write=True, explain_offline=False)  # fmt: skip
-        requirements, targets = project_from_text(updated, source=str(pyproject))
-        outcome = lock_while_editing(project_dir, hub=hub, requirements=requirements, targets=targets, upgrade=False,
-                                     upgrade_packages=(), write=False, explain_offline=False)  # fmt: skip
+            return lock_while_editing(project_from_source(original, project_dir), hub=hub, mode=LockMode.WRITE)
+        # The edited text, parsed once: its requirements, targets and policy are what the relock judges.
+        edited = project_from_source(updated, project_dir)
+        outcome = lock_while_editing(edited, hub=hub, mode=LockMode.RESOLVE)
         files = {pyproject: updated}
         if not outcome.up_to_date:
             files[outcome.path] = outcome.lock.to_json()

@@ -1,8 +1,11 @@
 """`kernels sync` as a library function: from a checkout to a verified set of kernels in one call.
 
 It is ``kernels lock`` (only when the lock is out of date, pins kept), ``kernels download``
-and ``kernels verify`` in that order, through their own functions, and optionally the
-locked variants copied into a folder of their own (``into``) for an image to ship:
+and ``kernels verify`` in that order, through the engines those verbs compose (the lock run
+of :mod:`kernel_deps.resolve.locking`, :mod:`kernel_deps.fetch`, :mod:`kernel_deps.checks`)
+with the project read once (again only under the edit lock, when it relocks), and
+optionally the locked variants copied into a folder of their own (``into``) for an image
+to ship:
 
 - by default the lock is judged as ``lock --check`` judges it (no request when every pin
   holds) and relocked only when it is out of date;
@@ -14,15 +17,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from kernel_deps.cache import store as cache
-from kernel_deps.commands.download import DownloadReport, Progress, download_project
-from kernel_deps.commands.lock import LockReport, lock_project
-from kernel_deps.commands.verify import SYNC_KINDS, VerifyReport, verify_project
 from kernel_deps.cache.subset import SubsetReport, check_folder, place_subset
+from kernel_deps.checks.verification import SYNC_KINDS, VerifyReport, verify_inputs, verify_lock
 from kernel_deps.core.errors import UsageError
 from kernel_deps.core.settings import LOCK_NAME
+from kernel_deps.fetch.project import download_for_project
+from kernel_deps.fetch.tasks import DownloadReport, Progress
+from kernel_deps.project.record import Project, no_project_error, read_project_record
+from kernel_deps.resolve.locking import LockMode, LockReport, lock_while_editing, relock
 
 if TYPE_CHECKING:
     from kernel_deps.hub.client import HubClient
@@ -94,13 +99,15 @@ def sync_project(
     project_dir = Path(project_dir)
     path = project_dir / LOCK_NAME
     lock_report: LockReport | None = None
+    # pyproject.toml read once; with --frozen the lock is used without it (a lock copied alone).
+    project = read_project_record(project_dir, missing_ok=frozen)
     if frozen:
         state = "frozen"
     else:
+        assert project is not None
         # lock --check's judgement: no request while every pin holds. Without --locked a lock
         # that does not hold is relocked, so it is judged offline first and resolved once.
-        lock_report = lock_project(project_dir, hub=hub, write=False, explain_offline=locked,
-                                   resolve_stale=locked)
+        lock_report = lock_while_editing(project, hub=hub, mode=LockMode.CHECK if locked else LockMode.JUDGE)
         if lock_report.up_to_date:
             state = "up-to-date"
         elif locked:
@@ -111,25 +118,32 @@ def sync_project(
                 from kernel_deps.hub.client import HubClient
 
                 hub = HubClient()
-            lock_report = lock_project(project_dir, hub=hub, notice=notice)
-    download = download_project(project_dir, targets=targets, all_targets=all_targets, hub=hub, progress=progress)
-    verified = _verify(project_dir, frozen=frozen, targets=targets, all_targets=all_targets)
+            # Read again under the project's edit lock: what the relock resolved is what follows.
+            lock_report, project = relock(project_dir, hub=hub, notice=notice)
+    download = download_for_project(project_dir, project, targets=targets, all_targets=all_targets, hub=hub,
+                                    progress=progress)  # fmt: skip
+    if project is None:
+        raise no_project_error(project_dir)
+    overrides = verify_inputs(online=False)
+    verified = _verify(project, overrides, frozen=frozen, targets=targets, all_targets=all_targets)
     report = SyncReport(path, state, lock_report, download, verified)
     if into is None or not verified.ok:
         return report
-    placed = place_subset(download.wanted(), Path(into), root=download.cache_root, project=Path(project_dir))
+    placed = place_subset(download.wanted(), Path(into), root=download.cache_root, project=project_dir)
     # The folder as the cache it will be: pyproject, lock and the placed variants agree.
-    again = _verify(project_dir, frozen=frozen, targets=targets, all_targets=all_targets, cache_root=Path(into))
+    again = _verify(project, overrides, frozen=frozen, targets=targets, all_targets=all_targets,
+                    cache_root=Path(into))  # fmt: skip
     return replace(report, into=placed, into_verify=again)
 
 
 def _verify(
-    project_dir: Path, *, frozen: bool, targets: Sequence[str], all_targets: bool, cache_root: Path | None = None
-) -> VerifyReport:
+    project: Project, overrides: Mapping[str, Path], *, frozen: bool, targets: Sequence[str], all_targets: bool,
+    cache_root: Path | None = None,
+) -> VerifyReport:  # fmt: skip
     """``kernels verify`` of what was downloaded (this machine's variants unless targets are named);
     with ``frozen``, pyproject.toml's requirements are not held against the lock."""
-    report = verify_project(project_dir, require_cached=not (targets or all_targets), targets=targets,
-                            all_targets=all_targets, cache_root=cache_root)  # fmt: skip
+    report = verify_lock(project, overrides=overrides, require_cached=not (targets or all_targets), targets=targets,
+                         all_targets=all_targets, cache_root=cache_root)  # fmt: skip
     if not frozen:
         return report
     return replace(report, problems=[p for p in report.problems if p.kind not in SYNC_KINDS])

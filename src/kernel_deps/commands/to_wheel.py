@@ -23,14 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from kernel_deps.cache import store as cache
-from kernel_deps.commands.download import (
-    DownloadReport,
-    Progress,
-    VariantTask,
-    choose_variants,
-    download_lock,
-    variants_for_targets,
-)
 from kernel_deps.core import ownedfs
 from kernel_deps.core import pylock
 from kernel_deps.core.errors import (
@@ -45,6 +37,9 @@ from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, serving_variant, targets_from_options
 from kernel_deps.core.wheels import WheelSpec, build_wheel, shared_names, wheel_spec
+from kernel_deps.fetch.project import variants_chooser
+from kernel_deps.fetch.run import download_lock
+from kernel_deps.fetch.tasks import DownloadReport, Progress, VariantTask
 from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:
@@ -202,11 +197,7 @@ def write_wheels(
     _check_output(output, _requirements_names(targets, all_variants))  # before anything is fetched
     pylock.check_wheel_url(wheel_url)
     system = None if (all_variants or targets) else (system or detect_system())
-    variants_for: Callable[[LockedKernel], list[str]]
-    if targets:
-        variants_for = lambda kernel: variants_for_targets(kernel, targets)  # noqa: E731
-    else:
-        variants_for = lambda kernel: choose_variants(kernel, all_variants=all_variants, system=system)  # noqa: E731
+    variants_for = variants_chooser(all_variants=all_variants, targets=targets, system=system)
     _refuse_shared_names(lock, variants_for)
     download = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress, policy=policy)
     try:
@@ -391,7 +382,7 @@ def _write_output(output: Path, name: str, data: bytes) -> None:
 
 def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> Lockfile:
     """A lock of one requirement and its kernel dependencies, held in memory."""
-    from kernel_deps.commands.lock import hub_trusts, resolve_in_memory
+    from kernel_deps.resolve.session import hub_trusts, resolve_in_memory
     from kernel_deps.core.signers import SignaturePolicy
     from kernel_deps.hub.client import HubClient
     from kernel_deps.lock.trust import judge_publishers

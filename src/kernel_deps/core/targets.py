@@ -121,3 +121,24 @@ def describe_missing(missing: Sequence[Target]) -> str:
 def _shown(value: object) -> str:
     shown = json.dumps(value) if isinstance(value, str) else repr(value)
     return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def variants_for_targets(repo_id: str, names: Iterable[str], targets: Sequence[Target], *, locked_as: str) -> list[str]:
+    """The variant of a locked kernel (``names``, locked as ``locked_as``: its version or
+    short commit) that serves each target (the loader's pick there); TargetNotServedError
+    naming the kernel and the target when the lock has none for it."""
+    from kernel_deps.core.errors import TargetNotServedError
+
+    names = list(names)
+    chosen: set[str] = set()
+    for target in targets:
+        name = serving_variant(target, names)
+        if name is None:
+            locked = ", ".join(sorted(names)) or "none"
+            raise TargetNotServedError(
+                f"--target {target.name}: {repo_id} {locked_as} has no build for it "
+                f"(locked: {locked}); declare it in [tool.kernels] targets and run 'kernels lock' to pick a "
+                "version that has one"
+            )
+        chosen.add(name)
+    return sorted(chosen)

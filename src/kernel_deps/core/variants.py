@@ -52,7 +52,7 @@ from typing import Iterable
 
 from kernel_deps.core.errors import KernelDepsError, UsageError
 from kernel_deps.core.records import Record
-from kernel_deps.core.system import SystemInfo, abi_label, backend_label, dotted
+from kernel_deps.core.system import SystemInfo, abi_label, backend_label, detect_system, dotted
 
 # The longest variant folder name; kernel_deps.lock.model applies the same limit to locked names.
 MAX_NAME_LENGTH = 100
@@ -210,6 +210,36 @@ def select_variant(repo_id: str, names: Iterable[str], system: SystemInfo) -> st
     if not accepted:
         raise NoMatchingVariantError(repo_id, system, {n: rejected[n] for n in dict.fromkeys(names)})
     return accepted[0]
+
+
+def choose_variants(
+    repo_id: str,
+    names: Iterable[str],
+    *,
+    all_variants: bool = False,
+    requested: Iterable[str] = (),
+    system: SystemInfo | None = None,
+) -> list[str]:
+    """Which of a locked kernel's variants (``names``) to take: this machine's best (or
+    ``system``'s), every one, or as ``requested`` (a name it lacks that names an arch build
+    takes its best variant for that build's system); UsageError for any other name."""
+    names = sorted(names)
+    requested = list(requested)
+    if all_variants:
+        return names
+    if not requested:
+        return [select_variant(repo_id, names, system or detect_system())]
+    chosen: list[str] = []
+    for name in requested:
+        if name in names:
+            chosen.append(name)
+            continue
+        parsed = parse_variant(name)
+        if parsed is None or parsed.noarch or parsed.framework != "torch":
+            raise UsageError(f"--variant {name}: {repo_id} has no such variant; it has {', '.join(names) or 'none'}")
+        # An arch build this kernel lacks: take its best variant for that target system.
+        chosen.append(select_variant(repo_id, names, system_for_variant(name)))
+    return sorted(set(chosen))
 
 
 def _rejection(variant: Variant, system: SystemInfo) -> str | None:

@@ -23,6 +23,7 @@ from kernel_deps.lock.model import LockedKernel, Lockfile, requirement_from_text
 
 if TYPE_CHECKING:
     from kernel_deps.lock.read import LockRead
+    from kernel_deps.project.record import Project
 
 RELOCK_HINT = "run 'kernels lock' to update kernels.lock"
 # What converting a lock another tool wrote adds, for messages about what it cannot show.
@@ -82,15 +83,18 @@ def rules_from_table(text: str, kernels_table: dict[str, Any] | None,
     )  # fmt: skip
 
 
+def rules_of(project: Project) -> ProjectRules:
+    """The rules the project record sets for its lock (its one parse of pyproject.toml)."""
+    return ProjectRules(project.source, project.declared or (), project.targets, project.publishers, project.policy)
+
+
 def read_rules(project_dir: Path) -> ProjectRules | None:
     """The rules ``<project_dir>/pyproject.toml`` sets for its lock; None when the project has
     no pyproject.toml (a lock copied alone, as into an image): nothing is asked of it then."""
-    from kernel_deps.project.pyproject import read_kernels_source
+    from kernel_deps.project.record import read_project_record
 
-    text, kernels_table, requirements = read_kernels_source(Path(project_dir), missing_ok=True)
-    if text is None:
-        return None
-    return rules_from_table(text, kernels_table, requirements, Path(project_dir))
+    project = read_project_record(Path(project_dir), missing_ok=True)
+    return rules_of(project) if project is not None else None
 
 
 def judge_lock(found: LockRead, rules: ProjectRules | None) -> list[Problem]:

@@ -1,11 +1,13 @@
-"""pyproject.toml: ``[tool.kernels]`` read with its line numbers, and edited in place.
+"""pyproject.toml read: ``[tool.kernels]`` with its line numbers, for errors.
 
 Reading parses the file once (the standard library's tomllib where it is there and the
 file is valid TOML; tomlkit otherwise, which names the error) and returns the
 ``[tool.kernels]`` table and the requirements of ``[tool.kernels.dependencies]``
 (:mod:`kernel_deps.core.spec` judges each entry); an invalid entry is named with its file
-and line (found, for an error only, by tomlkit). Editing goes through tomlkit, so
-comments, layout and line endings survive. Reading never applies the journal of an
+and line (found, for an error only, by :mod:`kernel_deps.project.tomldoc`); the targets,
+publishers and signature policy are judged from the same table. Editing is
+:mod:`kernel_deps.project.toml_edit`; a command reads the file once into a
+:class:`kernel_deps.project.record.Project`. Reading never applies the journal of an
 interrupted ``kernels add`` / ``kernels remove``: with one beside the file, it is a
 PendingEditError (:mod:`kernel_deps.project.edit`; a command that writes finishes the
 journal first, under the project's edit lock).
@@ -13,10 +15,8 @@ journal first, under the project's edit lock).
 
 from __future__ import annotations
 
-import re
-import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
 from kernel_deps.core.errors import InvalidRepoIdError, PyprojectError
@@ -27,7 +27,6 @@ from kernel_deps.core.spec import (
     InvalidEntry,
     KernelRequirement,
     entry_error,
-    parse_requirement,
     pyproject_error,
     requirement_from_value,
     show_toml,
@@ -36,10 +35,7 @@ from kernel_deps.core.spec import (
 from kernel_deps.core.targets import InvalidTargetName, Target, parse_targets
 from kernel_deps.project.edit import refuse_pending_edit
 
-if TYPE_CHECKING:
-    from tomlkit.toml_document import TOMLDocument
-
-_PATH = ("tool", "kernels", "dependencies")
+DEPENDENCIES_PATH = ("tool", "kernels", "dependencies")  # where [tool.kernels.dependencies] sits
 _TARGETS_PATH = ("tool", "kernels", "targets")
 _TRUST_PATH = ("tool", "kernels", "trust")
 TRUST_EXAMPLE = 'publishers = ["my-org", "other-org/one-kernel"]'
@@ -77,27 +73,30 @@ def read_kernels_source(
     text = _read_pyproject(Path(project_dir), missing_ok=missing_ok)
     if text is None:
         return None, None, None
-    return (text, *_kernels_table(text, source))
+    return (text, *kernels_table_from_text(text, source=source))
 
 
 def requirements_from_text(text: str, *, source: str) -> list[KernelRequirement]:
     """:func:`read_requirements` of pyproject.toml text not yet written to ``source``."""
-    _, requirements = _kernels_table(text, source)
+    _, requirements = kernels_table_from_text(text, source=source)
     if requirements is None:
-        raise _no_table(source)
+        raise missing_table_error(source)
     return requirements
 
 
-def _kernels_table(text: str, source: str) -> tuple[dict[str, Any] | None, list[KernelRequirement] | None]:
+def kernels_table_from_text(text: str, *, source: str) -> tuple[dict[str, Any] | None, list[KernelRequirement] | None]:
+    """``[tool.kernels]`` of pyproject.toml text read from ``source`` as plain data, and its requirements."""
     plain = _plain_kernels_table(text)
     if plain is not None:
         kernels, table = plain
         return kernels, None if table is None else _requirements(table, text, source)
-    doc = _parse_toml(text, source)
-    kernels = _find_table(doc, text, source, create=False, path=_PATH[:2])
+    from kernel_deps.project.tomldoc import find_table, parse_toml  # the error's line, or Python 3.10
+
+    doc = parse_toml(text, source)
+    kernels = find_table(doc, text, source, create=False, path=DEPENDENCIES_PATH[:2])
     if kernels is None:
         return None, None
-    table = _find_table(doc, text, source, create=False)
+    table = find_table(doc, text, source, create=False, path=DEPENDENCIES_PATH)
     return kernels.unwrap(), None if table is None else _requirements(table.unwrap(), text, source)
 
 
@@ -111,9 +110,9 @@ def read_project(project_dir: Path) -> tuple[list[KernelRequirement], tuple[Targ
 
 def project_from_text(text: str, *, source: str) -> tuple[list[KernelRequirement], tuple[Target, ...]]:
     """:func:`read_project` of pyproject.toml text not yet written to ``source``."""
-    kernels, requirements = _kernels_table(text, source)
+    kernels, requirements = kernels_table_from_text(text, source=source)
     if requirements is None:
-        raise _no_table(source)
+        raise missing_table_error(source)
     return requirements, targets_from_table(kernels, text, source)
 
 
@@ -127,7 +126,7 @@ def read_targets(project_dir: Path) -> tuple[Target, ...]:
 
 def targets_from_text(text: str, *, source: str) -> tuple[Target, ...]:
     """:func:`read_targets` of pyproject.toml text read from ``source``."""
-    kernels, _ = _kernels_table(text, source)
+    kernels, _ = kernels_table_from_text(text, source=source)
     return targets_from_table(kernels, text, source)
 
 
@@ -154,7 +153,7 @@ def read_trust(project_dir: Path) -> tuple[str, ...]:
     text = _read_pyproject(Path(project_dir), missing_ok=False)
     assert text is not None
     source = str(Path(project_dir) / PYPROJECT_NAME)
-    kernels, _ = _kernels_table(text, source)
+    kernels, _ = kernels_table_from_text(text, source=source)
     return trust_from_table(kernels, text, source)
 
 
@@ -196,7 +195,7 @@ def read_signature_policy(project_dir: Path) -> SignaturePolicy:
     text = _read_pyproject(Path(project_dir), missing_ok=False)
     assert text is not None
     source = str(Path(project_dir) / PYPROJECT_NAME)
-    kernels, _ = _kernels_table(text, source)
+    kernels, _ = kernels_table_from_text(text, source=source)
     return signature_policy_from_table(kernels, text, source, Path(project_dir))
 
 
@@ -223,7 +222,7 @@ def signature_policy_from_table(
     narrowed: dict[str, tuple[Identity, ...]] = {}
     for repo_id, value in ((kernels or {}).get("dependencies") or {}).items():
         if isinstance(value, dict) and "identities" in value:
-            path = (*_PATH, repo_id, "identities")
+            path = (*DEPENDENCIES_PATH, repo_id, "identities")
             name = f"{TABLE} {show_toml(repo_id)}.identities"
             narrowed[repo_id] = _identities(value["identities"], text, source, path, name)
             if not narrowed[repo_id]:
@@ -241,12 +240,16 @@ def signature_policy_from_table(
 def _at(text: str, source: str, path: tuple[str, ...], value: object = None) -> str:
     """``source:line`` of ``path`` in ``text``, or ``source`` when the line cannot be told.
     Asked only for an error: finding the line parses the text again with tomlkit."""
-    line = _line_of(text, path, value)
+    from kernel_deps.project.tomldoc import line_of
+
+    line = line_of(text, path, value)
     return f"{source}:{line}" if line else source
 
 
 def _where(text: str, source: str, key: str, value: object) -> str:
-    line = _line_of(text, (*_TRUST_PATH, key), value) or _line_of(text, _TRUST_PATH, None)
+    from kernel_deps.project.tomldoc import line_of
+
+    line = line_of(text, (*_TRUST_PATH, key), value) or line_of(text, _TRUST_PATH, None)
     return f"{source}:{line}" if line else source
 
 
@@ -293,11 +296,12 @@ def read_requirements(project_dir: Path) -> list[KernelRequirement]:
     """Every requirement in ``[tool.kernels.dependencies]`` of the project, sorted by repo id."""
     _, requirements = read_kernels_table(project_dir)
     if requirements is None:
-        raise _no_table(Path(project_dir) / PYPROJECT_NAME)
+        raise missing_table_error(Path(project_dir) / PYPROJECT_NAME)
     return requirements
 
 
-def _no_table(source: object) -> PyprojectError:
+def missing_table_error(source: object) -> PyprojectError:
+    """The error of a project whose pyproject.toml has no ``[tool.kernels.dependencies]`` table."""
     return PyprojectError(
         f"{source}: no {TABLE} table; declare the kernels the project uses there, "
         "e.g. with 'kernels add kernels-community/activation'"
@@ -335,30 +339,10 @@ def _requirements(table: dict[str, Any], text: str, source: str) -> list[KernelR
             bad.append((exc, repo_id, value))
     if bad:  # name the first in the file, count the rest
         exc, repo_id, value = bad[0]
-        line = _line_of(text, (*_PATH, repo_id), value)
+        line = _line_of(text, (*DEPENDENCIES_PATH, repo_id), value)
         more = f" (and {len(bad) - 1} more invalid {'entry' if len(bad) == 2 else 'entries'})" if bad[1:] else ""
         raise entry_error(exc, repo_id, value, f"{source}:{line}" if line else source, more)
     return sorted(found, key=lambda requirement: requirement.repo_id)
-
-
-def add_requirement(text: str, repo_id: str, value: str | int | dict[str, Any], *, source: str) -> str:
-    """``text`` with ``repo_id`` set to ``value`` in ``[tool.kernels.dependencies]``; the rest unchanged."""
-    parse_requirement(repo_id, value, source=source)
-    base = text if not text or text.endswith("\n") else text + "\n"
-    doc = _parse_toml(base, source)
-    _find_table(doc, base, source, create=True)[repo_id] = _toml_value(value)
-    return _keep_newlines(text, doc.as_string())
-
-
-def remove_requirement(text: str, repo_id: str, *, source: str) -> str:
-    """``text`` without ``repo_id``'s entry in ``[tool.kernels.dependencies]``; the rest unchanged."""
-    doc = _parse_toml(text, source)
-    table = _find_table(doc, text, source, create=False)
-    if table is None or repo_id not in table:
-        present = ", ".join(show_toml(key) for key in table) if table else "none"
-        raise pyproject_error(f"{source}: {TABLE} has no entry {show_toml(repo_id)} to remove (entries: {present})")
-    del table[repo_id]
-    return _keep_newlines(text, doc.as_string())
 
 
 def _plain_kernels_table(text: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None] | None:
@@ -386,96 +370,8 @@ def _plain_kernels_table(text: str) -> tuple[dict[str, Any] | None, dict[str, An
     return kernels, table
 
 
-def _parse_toml(text: str, source: str) -> TOMLDocument:
-    """``text`` parsed by tomlkit, or PyprojectError with tomlkit's line and column."""
-    import tomlkit
-    from tomlkit.exceptions import ParseError, TOMLKitError
-
-    try:
-        return tomlkit.parse(text)
-    except ParseError as exc:
-        raise pyproject_error(f"{source}:{exc.line}: invalid TOML: {exc}") from None
-    except TOMLKitError as exc:
-        raise pyproject_error(f"{source}: invalid TOML: {exc}") from None
-
-
-def _find_table(doc: TOMLDocument, text: str, source: str, *, create: bool, path: tuple[str, ...] = _PATH) -> Any:
-    """The ``[tool.kernels.dependencies]`` container, or the one at ``path`` (made when ``create``), or None."""
-    import tomlkit
-    from tomlkit.items import InlineTable
-
-    node: Any = doc
-    for depth, key in enumerate(path):
-        if key not in node:
-            if not create:
-                return None
-            inline = isinstance(node, InlineTable)
-            node[key] = tomlkit.inline_table() if inline else tomlkit.table(is_super_table=depth < 2)
-        if not isinstance(node[key], dict):
-            line = _line_of(text, path[: depth + 1], None)
-            shown = show_toml(node[key].unwrap() if hasattr(node[key], "unwrap") else node[key])
-            where = f"{source}:{line}" if line else source
-            raise pyproject_error(f"{where}: {'.'.join(path[: depth + 1])} = {shown}: expected a table like {TABLE}")
-        node = node[key]
-    return node
-
-
-def _toml_value(value: str | int | dict[str, Any]) -> Any:
-    """A tomlkit item for ``value``; tables are inline, spaced as people write them."""
-    import tomlkit
-
-    if not isinstance(value, dict):
-        return value
-    body = ", ".join(f"{key} = {tomlkit.item(item).as_string()}" for key, item in value.items())
-    return tomlkit.parse(f"v = {{ {body} }}\n")["v"]
-
-
 def _line_of(text: str, path: tuple[str, ...], value: object) -> int | None:
-    """The line of ``text`` that defines ``path``, or None when it cannot be told for sure."""
-    candidates = [path]
-    while isinstance(value, dict) and value:  # a [a."b/c"] table: where its first key is set
-        key = next(iter(value))
-        candidates.append((*candidates[-1], str(key)))
-        value = value[key]
-    for finder in (_line_by_substitution, _line_of_header):
-        for candidate in candidates:
-            line = finder(text, candidate)
-            if line is not None:
-                return line
-    return None
+    """The line of ``text`` that defines ``path`` (asked only for an error)."""
+    from kernel_deps.project.tomldoc import line_of
 
-
-def _line_by_substitution(text: str, path: tuple[str, ...]) -> int | None:
-    """Replace ``path``'s value by a marker and see where it lands, if nothing else moved."""
-    import tomlkit
-
-    marker = f'"kernel-deps-{uuid.uuid4().hex}"'
-    try:
-        root = tomlkit.parse(text)
-        node: Any = root
-        for key in path[:-1]:
-            node = node[key]
-        node[path[-1]] = marker[1:-1]
-        out = root.as_string()
-    except Exception:  # a line number is a courtesy; never fail the real error over it
-        return None
-    start = out.find(marker)
-    tail = out[start + len(marker) :]
-    if start < 0 or not text.startswith(out[:start]) or not text.endswith(tail):
-        return None
-    return out.count("\n", 0, start) + 1 if start + len(tail) <= len(text) else None
-
-
-def _line_of_header(text: str, path: tuple[str, ...]) -> int | None:
-    """The line of a ``[a.b]`` or ``[[a.b]]`` header naming ``path``, written the usual way."""
-    import tomlkit
-
-    dotted = ".".join(tomlkit.key(key).as_string() for key in path)
-    header = re.compile(rf"[ \t]*\[\[?[ \t]*{re.escape(dotted)}[ \t]*\]")
-    return next((n for n, line in enumerate(text.split("\n"), 1) if header.match(line)), None)
-
-
-def _keep_newlines(original: str, out: str) -> str:
-    """``out`` with every line ending in CRLF when every line of ``original`` did."""
-    crlf = "\r\n" in original and original.count("\r\n") == original.count("\n")
-    return out.replace("\r\n", "\n").replace("\n", "\r\n") if crlf else out
+    return line_of(text, path, value)

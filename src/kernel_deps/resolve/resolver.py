@@ -332,7 +332,7 @@ def resolve(
 
     ``provider``, made with those pins, targets and ``signed`` (which are then not given
     again), is one whose :meth:`KernelProvider.likely_pick` a caller already prefetches
-    with (:func:`kernel_deps.commands.lock.resolve_in_memory`, while redirects are
+    with (:func:`kernel_deps.resolve.session.resolve_in_memory`, while redirects are
     followed); its judgements are kept."""
     provider = provider or KernelProvider(index, pins or {}, targets, signed)
     index.prefetch(requirements, provider.likely_pick)

@@ -1,0 +1,95 @@
+"""A project's download: its lock judged against its record, the variants chosen, fetched, and ``--into``.
+
+``kernels download`` and ``kernels sync`` both run it with the project read once
+(:class:`kernel_deps.project.record.Project`; None: a lock copied alone, with no
+pyproject.toml beside it, of which nothing is asked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from kernel_deps.cache import store as cache
+from kernel_deps.core.errors import UsageError
+from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.core.system import SystemInfo, detect_system
+from kernel_deps.core.targets import Target, targets_from_options, variants_for_targets
+from kernel_deps.core.variants import choose_variants
+from kernel_deps.fetch.run import download_lock
+from kernel_deps.fetch.tasks import DownloadReport, Progress
+from kernel_deps.lock.model import LockedKernel
+
+if TYPE_CHECKING:
+    from kernel_deps.hub.client import HubClient
+    from kernel_deps.project.record import Project
+
+
+def check_choice(all_variants: bool, variants: Sequence[str], targets: Sequence[str], all_targets: bool) -> None:
+    """UsageError when ``--all-variants`` is given with another choice of variants."""
+    if all_variants and (variants or targets or all_targets):
+        raise UsageError("--all-variants downloads every variant; drop --variant, --target and --all-targets")
+
+
+def variants_chooser(
+    *, all_variants: bool = False, variants: Sequence[str] = (), targets: Sequence[Target] = (),
+    system: SystemInfo | None = None,
+) -> Callable[[LockedKernel], list[str]]:  # fmt: skip
+    """The variants to take of each locked kernel: every one, the named ``variants``, the builds
+    serving ``targets`` (both together: the union), or ``system``'s (None: this machine's,
+    detected once, here)."""
+    system = None if (all_variants or variants or targets) else (system or detect_system())
+
+    def variants_for(kernel: LockedKernel) -> list[str]:
+        if targets and not variants:
+            return served(kernel, targets)
+        picked = choose_variants(kernel.repo_id, kernel.variants, all_variants=all_variants, requested=variants,
+                                 system=system)  # fmt: skip
+        return sorted(set(picked) | set(served(kernel, targets)))
+
+    return variants_for
+
+
+def served(kernel: LockedKernel, targets: Sequence[Target]) -> list[str]:
+    """The variant of ``kernel`` serving each target; TargetNotServedError naming one it lacks."""
+    return variants_for_targets(kernel.repo_id, kernel.variants, targets, locked_as=kernel.version or kernel.sha[:12])
+
+
+def download_for_project(
+    project_dir: Path,
+    project: Project | None,
+    *,
+    all_variants: bool = False,
+    variants: Sequence[str] = (),
+    targets: Sequence[str] = (),
+    all_targets: bool = False,
+    hub: HubClient | None = None,
+    progress: Progress | None = None,
+    into: Path | None = None,
+) -> DownloadReport:
+    """Download what ``<project_dir>/kernels.lock`` pins, for this machine unless told otherwise:
+    every variant, the named ``variants``, or the builds that serve the named ``targets``
+    (or every target ``project`` declares, ``all_targets``); with ``into``, then place
+    exactly those variants in that folder (:func:`kernel_deps.cache.subset.place_subset`).
+    What the project asks of the lock is judged before a byte is fetched, the same way for
+    every lock format."""
+    from kernel_deps.lock.freshness import judge_for_use, rules_of
+    from kernel_deps.lock.read import read_lock
+
+    lock_file = Path(project_dir) / LOCK_NAME
+    rules = rules_of(project) if project is not None else None
+    found = read_lock(lock_file, purpose="use")  # ours or kernels <= 0.16's, never rewritten
+    warning = judge_for_use(found, rules, str(lock_file), "refusing to download")  # said, not refused
+    declared = rules.targets if rules is not None else ()
+    chosen_targets = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
+    variants_for = variants_chooser(all_variants=all_variants, variants=variants, targets=chosen_targets)
+    if into is not None:
+        from kernel_deps.cache.subset import check_folder, place_subset
+
+        check_folder(Path(into), cache.cache_root(), project=Path(project_dir))  # bad input before anything is fetched
+    policy = rules.policy if rules is not None else None
+    report = download_lock(found.lock, variants_for=variants_for, hub=hub, progress=progress, policy=policy)
+    placed = (place_subset(report.wanted(), Path(into), root=report.cache_root, project=Path(project_dir))
+              if into is not None else None)  # fmt: skip
+    return replace(report, lockfile=lock_file, into=placed, warnings=[warning] if warning else [])

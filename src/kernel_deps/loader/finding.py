@@ -1,0 +1,154 @@
+"""Finding the lock a load enforces, and judging it against the project beside it.
+
+In order: the ``lockfile=`` argument; ``KERNELS_LOCKFILE``; the ``kernels.lock`` embedded in
+the installed distribution of the package that called the loader; the ``kernels.lock``
+beside the nearest ``pyproject.toml``, walking up from the working directory (that
+project's, or none: the walk stops at the first project). A lock with a project beside it
+is judged as every command judges one (:func:`kernel_deps.lock.freshness.judge_for_use`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from kernel_deps.core.errors import LockNotFoundError
+from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
+from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.lock.model import Lockfile
+from kernel_deps.lock.read import parse_lock, read_lock
+
+_OWN_PACKAGE = __name__.split(".")[0]
+
+
+@dataclass(frozen=True, slots=True)
+class LockSource:
+    """The lock a load used and where it came from (for logs)."""
+
+    lock: Lockfile
+    origin: str  # "argument", "KERNELS_LOCKFILE", "distribution <name>", "project"
+    path: str
+    # The signature policy of the project the lock belongs to (its pyproject.toml beside it);
+    # None for a lock without one there (embedded in a wheel: judged when the wheel was built).
+    policy: SignaturePolicy | None = None
+
+
+class StaleLockWarning(UserWarning):
+    """A lock is loaded from as it is though it no longer agrees with its project's pyproject.toml."""
+
+
+def find_lock(lockfile: str | os.PathLike[str] | None = None, *, caller: str | None = None) -> LockSource:
+    """The lock to enforce, searched in the documented order."""
+    if lockfile is not None:
+        return _judged(Path(lockfile), "argument", str(lockfile))
+    from_env = os.environ.get("KERNELS_LOCKFILE")
+    if from_env:
+        return _judged(Path(from_env), "KERNELS_LOCKFILE", from_env)
+    caller = caller if caller is not None else calling_module()
+    embedded = _embedded_lock(caller) if caller else None
+    if embedded is not None:
+        return embedded
+    return _project_lock(Path.cwd(), caller)
+
+
+def _project_lock(start: Path, caller: str | None) -> LockSource:
+    """The lock of the project around ``start``: the nearest folder with a ``pyproject.toml``,
+    walking up. That folder is the project, so the walk stops there, lock or none."""
+    where = f" (called from {caller})" if caller else ""
+    for folder in [start, *start.parents]:
+        if not (folder / PYPROJECT_NAME).is_file():
+            continue
+        candidate = folder / LOCK_NAME
+        if not (candidate.exists() or candidate.is_symlink()):
+            raise LockNotFoundError(
+                f"the project {folder} has no kernels.lock beside its pyproject.toml{where}: "
+                f"run 'kernels lock' in {folder}, or pass lockfile= or set KERNELS_LOCKFILE"
+            )
+        # One that is no file is named in the error.
+        return _judged(candidate, "project", str(candidate))
+    raise LockNotFoundError(
+        f"no kernels.lock found{where}: pass lockfile=, set KERNELS_LOCKFILE, or run 'kernels lock' in the project"
+    )
+
+
+# Lock path -> ((its text, pyproject.toml's stat), the policy judged with it): judged again only
+# when either changes.
+_judgements: dict[Path, tuple[tuple, SignaturePolicy | None]] = {}
+
+
+def _judged(path: Path, origin: str, shown: str) -> LockSource:
+    """The lock at ``path``, judged against the ``pyproject.toml`` beside it (when there is one)
+    as every command judges a lock (:func:`kernel_deps.lock.freshness.judge_lock`): what the
+    project's policy asks and the lock cannot show is refused (LockPolicyError), a lock that no
+    longer agrees with the requirements is loaded from with a StaleLockWarning."""
+    found = read_lock(path, purpose="load")
+    project_dir = path.parent
+    key = (found.text, _stat_key(project_dir / PYPROJECT_NAME))
+    known = _judgements.get(path)
+    if known is None or known[0] != key:
+        from kernel_deps.lock.freshness import judge_for_use, read_rules
+
+        rules = read_rules(project_dir)
+        warning = judge_for_use(found, rules, shown, "refusing to load from it")
+        if warning is not None:
+            import warnings
+
+            warnings.warn(warning, StaleLockWarning, stacklevel=5)  # once per change of either file
+        known = _judgements[path] = (key, rules.policy if rules is not None else None)
+    return LockSource(found.lock, origin, shown, known[1])
+
+
+def _stat_key(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_size)
+
+
+def calling_module() -> str | None:
+    """The name of the first module on the stack outside kernel_deps (and importlib)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        spec = frame.f_globals.get("__spec__")
+        if name == "__main__" and spec is not None and getattr(spec, "name", None):
+            name = spec.name  # `python -m package.tool`: the module's real name
+        top = name.split(".")[0]
+        if top not in (_OWN_PACKAGE, "importlib", "_frozen_importlib", "_frozen_importlib_external"):
+            return name
+        frame = frame.f_back
+    return None
+
+
+@lru_cache(maxsize=1)
+def packages_to_distributions() -> dict[str, list[str]]:
+    return importlib.metadata.packages_distributions()
+
+
+def _embedded_lock(module_name: str) -> LockSource | None:
+    """The kernels.lock inside the installed distribution that provides ``module_name``."""
+    package = module_name.split(".")[0]
+    if package in ("__main__", ""):
+        return None
+    dist_names = packages_to_distributions().get(package)
+    if dist_names is None:
+        packages_to_distributions.cache_clear()  # installed since the first lookup?
+        dist_names = packages_to_distributions().get(package, [])
+    for dist_name in dist_names:
+        try:
+            dist = importlib.metadata.distribution(dist_name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        # setuptools' egg_info writer puts it at the top of .dist-info; hatchling keeps files
+        # that build hooks add under .dist-info/extra_metadata/.
+        text = dist.read_text(LOCK_NAME) or dist.read_text(f"extra_metadata/{LOCK_NAME}")
+        if text is not None:
+            source = f"{dist_name} {dist.version} (installed distribution)"
+            lock = parse_lock(text, source=f"{dist_name}:{LOCK_NAME}", purpose="load").lock
+            return LockSource(lock, f"distribution {dist_name}", source)
+    return None
