@@ -25,7 +25,7 @@ from kernel_deps.build_hooks import ALLOW_STALE_ENV, BuildLock, StaleLockError, 
 from kernel_deps.core.errors import LockfileError, PyprojectError, UsageError
 from kernel_deps.core.spec import parse_requirement
 from kernel_deps.loader import api as loader
-from kernel_deps.core.signers import GITHUB_ISSUER
+from kernel_deps.trust.signers import GITHUB_ISSUER
 from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock, VariantSigner
 from tests.fixtures.projects import write_project
 from tests.fixtures.wheels import (  # noqa: F401 - fixtures used by name

@@ -54,7 +54,7 @@ from kernel_deps.core.settings import (
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, serving_variant, targets_from_options
 from kernel_deps.core.variants import is_valid_variant_name, parse_variant, select_variant, system_for_variant
-from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:  # a warm run finds everything in the cache: it imports neither the Hub client nor filelock
@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # a warm run finds everything in the cache: it imports neithe
     from kernel_deps.cache.subset import SubsetReport, WantedVariant  # --into only
 
     from kernel_deps.hub.client import HubClient, TreeFile
-    from kernel_deps.lock.signatures import PolicyPlace, VariantRefusal
+    from kernel_deps.trust.signatures import PolicyPlace, VariantRefusal
 
 
 class VariantTask(Record):
@@ -258,7 +258,7 @@ def download_lock(
     and checked again there, complete, before it counts; a refused variant is named in one
     error (SignatureError or DigestMismatchError, exit 1), ``place`` saying where the policy
     is written (None: the project's ``[tool.kernels.trust]`` when a policy is given)."""
-    from kernel_deps.lock.signatures import NO_PROJECT_POLICY, PROJECT_POLICY
+    from kernel_deps.trust.signatures import NO_PROJECT_POLICY, PROJECT_POLICY
 
     progress = progress or Progress()
     root = root or cache.cache_root()
@@ -331,7 +331,7 @@ def download_lock(
 def _prepare_verifier(policy: SignaturePolicy) -> None:
     import threading
 
-    from kernel_deps.lock.bundles import prepare
+    from kernel_deps.trust.bundles import prepare
 
     threading.Thread(target=prepare, args=(policy.trusted_root,), name="kernel-deps-sigstore", daemon=True).start()
 
@@ -346,7 +346,7 @@ def admit_variant(task: VariantTask, repo: Path, files: dict[str, str], policy: 
     then is the folder renamed into ``snapshots/<commit>/build/<variant>`` (with its manifest).
     Returns the refusals: a refused variant leaves nothing under ``snapshots/`` and no manifest;
     its blobs stay in ``blobs/``, content-addressed and never loaded by themselves."""
-    from kernel_deps.lock.signatures import check_cached_variant
+    from kernel_deps.trust.signatures import check_cached_variant
 
     with cache.staged_variant(repo, task.kernel.sha, task.variant, files) as staged:
         refused = check_cached_variant(task.kernel, task.variant, staged.folder, files, policy)
@@ -363,7 +363,7 @@ def _judge_present(
     kernel-deps placed it there (the blobs stay). Returns the refusals and what became of it:
     ``"removed"`` or ``"kept"`` (a signer refused: the bytes are what the lock pins, and the
     lock's record or the trusted root is what fails, so another project may rely on them)."""
-    from kernel_deps.lock.signatures import check_cached_variant
+    from kernel_deps.trust.signatures import check_cached_variant
 
     try:
         refused = check_cached_variant(task.kernel, task.variant, check.path, check.files, policy)
@@ -405,7 +405,7 @@ _FATES = {
 
 def _download_refusal(refused: Sequence[tuple[VariantRefusal, str]], place: PolicyPlace) -> KernelDepsError:
     """One error naming every refused variant, saying what became of each kind."""
-    from kernel_deps.lock.signatures import refusal
+    from kernel_deps.trust.signatures import refusal
 
     outcome = ", or ".join(_FATES[fate] for fate in dict.fromkeys(fate for _, fate in refused))
     return refusal([r for r, _ in refused], outcome=outcome, place=place)

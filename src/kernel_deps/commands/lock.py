@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from kernel_deps.core.errors import UsageError
 from kernel_deps.core.settings import KERNEL_STATUS_NAME, PYPROJECT_NAME, is_offline
-from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target
 from kernel_deps.lock.freshness import Problem, check_signatures, check_sync, check_targets, check_trust
@@ -20,8 +20,8 @@ from kernel_deps.lock.model import (
     write_lockfile,
 )
 from kernel_deps.lock.read import read_lock
-from kernel_deps.lock.signatures import candidate_refusal, sign_lock
-from kernel_deps.lock.trust import judge_publishers, refusal
+from kernel_deps.trust.signatures import candidate_refusal, sign_lock
+from kernel_deps.trust.publishers import judge_publishers, refusal
 from kernel_deps.project.edit import editing
 from kernel_deps.project.pyproject import read_project, read_signature_policy, read_targets, read_trust
 from kernel_deps.resolve.resolver import (
@@ -366,7 +366,7 @@ def _preparer(policy: SignaturePolicy) -> Callable[[], None]:
     """What the index runs once it meets a signed variant: sigstore imported and the verifier built."""
 
     def prepare() -> None:
-        from kernel_deps.lock.bundles import prepare as prepare_verifier
+        from kernel_deps.trust.bundles import prepare as prepare_verifier
 
         prepare_verifier(policy.trusted_root)
 

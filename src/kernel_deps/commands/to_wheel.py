@@ -45,7 +45,7 @@ from kernel_deps.core.wheels import WheelSpec, build_wheel, shared_names, wheel_
 from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:
-    from kernel_deps.core.signers import SignaturePolicy
+    from kernel_deps.trust.signers import SignaturePolicy
     from kernel_deps.hub.client import HubClient
     from kernel_deps.hub.view import KernelIndex
 
@@ -367,9 +367,9 @@ def _write_output(output: Path, name: str, data: bytes) -> None:
 def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> Lockfile:
     """A lock of one requirement and its kernel dependencies, held in memory."""
     from kernel_deps.commands.lock import hub_trusts, resolve_in_memory
-    from kernel_deps.core.signers import SignaturePolicy
+    from kernel_deps.trust.signers import SignaturePolicy
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.lock.trust import judge_publishers
+    from kernel_deps.trust.publishers import judge_publishers
     from kernel_deps.resolve.resolver import Requester
 
     requester = Requester(

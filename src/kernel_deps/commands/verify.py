@@ -48,7 +48,7 @@ from kernel_deps.lock.freshness import (
 )
 from kernel_deps.lock.model import LockedKernel, Lockfile, lock_path
 from kernel_deps.lock.read import read_lock
-from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.project.pyproject import project_from_text, read_kernels_source
 
 if TYPE_CHECKING:  # imported by --online only: an offline verify never loads the Hub client
@@ -210,7 +210,7 @@ def verify_project(
 def check_signed_cache(lock: Lockfile, checked: Sequence[cache.VariantCheck], policy: SignaturePolicy) -> list[Problem]:
     """Each cached variant that holds the locked bytes against its metadata.json digest and,
     when the lock records its signer, its bundle verified again offline; no network."""
-    from kernel_deps.lock.signatures import check_cached_variant
+    from kernel_deps.trust.signatures import check_cached_variant
 
     problems = []
     for check in (c for c in checked if c.ok):

@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence, TypeVar
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core import jsondoc
-from kernel_deps.core.digests import BUNDLE_NAME
+from kernel_deps.trust.digests import BUNDLE_NAME
 from kernel_deps.core.errors import (
     HubError,
     InvalidKernelMetadataError,

@@ -47,7 +47,7 @@ from kernel_deps.core.errors import (
     UsageError,
 )
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME, is_offline
-from kernel_deps.core.signers import Identity, SignaturePolicy
+from kernel_deps.trust.signers import Identity, SignaturePolicy
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.variants import select_variant
 from kernel_deps.loader import verified_import
@@ -58,7 +58,7 @@ from kernel_deps.lock.read import parse_lock, read_lock
 if TYPE_CHECKING:
     from kernel_deps.core.spec import KernelRequirement
     from kernel_deps.hub.view import KernelIndex
-    from kernel_deps.lock.signatures import PolicyPlace
+    from kernel_deps.trust.signatures import PolicyPlace
 
 _OWN_PACKAGE = __name__.split(".")[0]
 
@@ -387,7 +387,7 @@ def _resolve_unlocked(
     except (SignatureError, DigestMismatchError) as exc:
         if not exc.refused:
             raise
-        from kernel_deps.lock.signatures import CALLER_POLICY, refusal
+        from kernel_deps.trust.signatures import CALLER_POLICY, refusal
 
         raise refusal(exc.refused, outcome=f"{function}({repo_id!r}) refused", place=CALLER_POLICY) from None
     return lock, requirement
@@ -397,7 +397,7 @@ def _check_trusted_root(policy: SignaturePolicy, call: str) -> None:
     """UsageError naming the call when the trusted root its ``signature_policy`` names cannot be used."""
     if policy.trusted_root is None:
         return
-    from kernel_deps.lock.bundles import TrustedRootError, check_trusted_root
+    from kernel_deps.trust.bundles import TrustedRootError, check_trusted_root
 
     try:
         check_trusted_root(policy.trusted_root)
@@ -475,7 +475,7 @@ class _Judge:
         """``get_kernel``'s ``signature_policy``; else, for a build the lock records a signer for,
         the policy of the project whose lock it is (its pyproject.toml beside the lock), or the
         default policy (Sigstore's public-good root) for a lock with none beside it."""
-        from kernel_deps.lock.signatures import CALLER_POLICY, NO_PROJECT_POLICY, PROJECT_POLICY
+        from kernel_deps.trust.signatures import CALLER_POLICY, NO_PROJECT_POLICY, PROJECT_POLICY
 
         if policy is not None:
             return _Judge(policy, CALLER_POLICY)
@@ -486,7 +486,7 @@ class _Judge:
     def refuse(self, kernel: LockedKernel, variant: str, check: cache.VariantCheck) -> None:
         """The build's metadata.json digest against every file of ``check`` and, when the lock
         records its signer, its bundle verified offline to exactly that signer; else the error."""
-        from kernel_deps.lock.signatures import check_cached_variant, refusal
+        from kernel_deps.trust.signatures import check_cached_variant, refusal
 
         try:
             refused = check_cached_variant(kernel, variant, check.path, check.files, self.policy)

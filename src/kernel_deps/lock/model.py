@@ -3,36 +3,35 @@
 The format (docs/locking.md) is a JSON list sorted by ``repo_id``. Each rule of the format
 is checked in one place:
 
-- the records (:class:`VariantLock`, :class:`LockedKernel`, :class:`Lockfile`) own every rule
-  about values: commit and hash formats, repo ids, variant names, non-empty text, no
-  repeated or dangling dependency, one entry per kernel. They check when built, from a
-  file or in code, and raise a :class:`FieldError` (a ``ValueError``) naming the key.
-- the parse owns what only JSON can get wrong: an entry that is not an object, unknown
-  or missing keys, ``null`` for an absent key, duplicate keys, the text itself. One getter
-  per field reads it and prefixes the path of every error it sees
-  (``'[1].variants.x.hash'``), and :meth:`Lockfile.from_json` turns each into one
-  :class:`LockfileError` line naming the file, the entry and the key.
+- the records (:class:`VariantLock`, :class:`LockedKernel`, :class:`Lockfile`; a signer is a
+  :class:`kernel_deps.trust.signers.VariantSigner`) own every rule about values: commit and
+  hash formats, repo ids, variant names, non-empty text, no repeated or dangling
+  dependency, one entry per kernel. They check when built, from a file or in code, and
+  raise a :class:`kernel_deps.core.fields.FieldError` (a ``ValueError``) naming the key.
+- the parse owns what only JSON can get wrong (through :mod:`kernel_deps.core.fields`): an
+  entry that is not an object, unknown or missing keys, ``null`` for an absent key,
+  duplicate keys, the text itself. One getter per field reads it and prefixes the path of
+  every error it sees (``'[1].variants.x.hash'``), and :meth:`Lockfile.from_json` turns
+  each into one :class:`LockfileError` line naming the file, the entry and the key.
 
 A file is read (in whichever format) by :mod:`kernel_deps.lock.read`, and other tools'
 entries by :mod:`kernel_deps.lock.formats`, through the helpers below; files are written
-through :mod:`kernel_deps.core.atomicfile`. This module imports
-``errors``, ``hashing``, ``spec`` (the repo id rule), ``variants`` (the longest variant
-name) and ``atomicfile``, nothing heavier.
+through :mod:`kernel_deps.core.atomicfile`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import reprlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kernel_deps.core import atomicfile, jsondoc
 from kernel_deps.core.errors import InvalidRepoIdError, LockfileError
+from kernel_deps.core.fields import FieldError, brief, check_object, invalid, optional, per_name, step
 from kernel_deps.core.hashing import HASH_TYPE
-from kernel_deps.core.records import Record, replaceable
+from kernel_deps.core.records import FrozenMap, Record, replaceable
 from kernel_deps.core.settings import LOCK_NAME
 from kernel_deps.core.spec import (
     MAX_MAJOR_DIGITS,
@@ -43,6 +42,8 @@ from kernel_deps.core.spec import (
     validate_repo_id,
 )
 from kernel_deps.core.variants import MAX_NAME_LENGTH as MAX_VARIANT_NAME_LENGTH
+from kernel_deps.trust.publishers import TRUSTED_BY_HUB, TRUSTED_BY_PROJECT
+from kernel_deps.trust.signers import VariantSigner
 
 __all__ = [
     "LockedKernel", "Lockfile", "VariantLock", "VariantSigner", "lock_path", "requirement_from_text", "write_lockfile",
@@ -55,73 +56,15 @@ _ENTRY_KEYS = (
     "repo_id", "sha", "variants", "version", "requirement", "dependencies", "kernel_depends", "redirected_from",
     "trusted_by", "signatures",
 )  # fmt: skip
-# Why a kernel's publisher is trusted: the Hub's flag, or the [tool.kernels.trust] entry allowing it.
-TRUSTED_BY_HUB = "hub"
-TRUSTED_BY_PROJECT = "pyproject:"
 _REQUIRED_KEYS = ("repo_id", "sha", "variants", "dependencies")
 _VARIANT_KEYS = ("hash", "hash_type")
-_SIGNER_KEYS = ("issuer", "identity", "repository", "workflow", "ref", "metadata_sha256")
-_SIGNER_REQUIRED = ("issuer", "identity", "metadata_sha256")
 _FIX = "fix the entry or rerun 'kernels lock'"
-# Compiled (by re's cache) on first use: a signer's metadata hash, a kernel_depends text.
-_SHA256_HEX = r"[0-9a-f]{64}"
+# Compiled (by re's cache) on first use: a kernel_depends text.
 _MAJOR_TEXT = rf"[0-9]{{1,{MAX_MAJOR_DIGITS}}}"
 _REQUIREMENT_TEXT = "expected a requirement as kernel-depends states it: a PEP 440 range, a major like 1, or revision=REV"
 
 
-class _Brief(reprlib.Repr):
-    """Quotes bad values briefly, whatever their size or depth; JSON's null, true and false as written."""
-
-    def repr1(self, x: Any, level: int) -> str:
-        if x is None or isinstance(x, bool):
-            return json.dumps(x)
-        return super().repr1(x, level)
-
-
-_show = _Brief()
-_show.maxstring = _show.maxother = 80
-_show.maxlist = _show.maxdict = 4
-_show.maxlevel = 2
-
-
-class _FrozenMap(Mapping[str, Any]):
-    """A read-only, hashable, picklable mapping (``MappingProxyType`` is neither)."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, items: Iterable[tuple[str, Any]]) -> None:
-        self._data = dict(items)
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self._data.items()))
-
-    def __repr__(self) -> str:
-        return repr(self._data)
-
-
-_NO_SIGNERS: Mapping[str, VariantSigner] = _FrozenMap(())
-
-
-class FieldError(ValueError):
-    """A value breaks a rule; ``key`` is its path inside the record (``.variants.x.hash``)."""
-
-    def __init__(self, key: str, detail: str, expected: str, *, where: str | None = None) -> None:
-        self.key, self.detail, self.expected = key, detail, expected
-        self.where = where or (f"'{key.lstrip('.')}'" if key else "the record")
-        super().__init__(f"{detail} in {self.where}; {expected}")
-
-    def within(self, prefix: str) -> FieldError:
-        """The same error, its path below ``prefix`` (``[1]``, ``.variants.x``)."""
-        return FieldError(prefix + self.key, self.detail, self.expected)
+_NO_SIGNERS: Mapping[str, VariantSigner] = FrozenMap(())
 
 
 class MissingEntryError(ValueError):
@@ -144,16 +87,6 @@ class RedirectClashError(FieldError):
         self.entry, self.repo_id, self.source = entry, repo_id, source
         detail = f"{source!r} has an entry of its own and also redirects to {repo_id!r}"
         super().__init__(f"[{entry}].redirected_from[{position}]", detail, "expected one or the other")
-
-
-def invalid(key: str, what: str, value: object, expected: str) -> FieldError:
-    """``invalid <what> <value, briefly> in '<key>'; <expected>``."""
-    return FieldError(key, f"invalid {what} {_show.repr(value)}", expected)
-
-
-def step(name: str) -> str:
-    """One step of a dotted path: ``.name``, or ``['odd name']`` quoted when not plain."""
-    return f".{name}" if _VARIANT.fullmatch(name) and len(name) <= 80 else f"[{_show.repr(name)}]"
 
 
 def repo_id_problem(value: object) -> str | None:
@@ -205,48 +138,6 @@ class VariantLock(Record):
         """Build from a lock's JSON object; FieldError naming the bad key."""
         obj = check_object(raw, "", _VARIANT_KEYS, _VARIANT_KEYS)
         return cls(hash=obj["hash"], hash_type=obj["hash_type"])
-
-
-class VariantSigner(Record):
-    """Who signed a variant's ``metadata.json`` (its Sigstore certificate, verified when locked)
-    and the SHA-256 of the bytes signed. ``repository``, ``workflow`` and ``ref`` are None for a
-    certificate that names no GitHub workflow."""
-
-    __slots__ = ("issuer", "identity", "repository", "workflow", "ref", "metadata_sha256")
-    issuer: str  # the OIDC issuer
-    identity: str  # the certificate's identity (its SAN URI)
-    repository: str | None  # org/name of its Source Repository URI
-    workflow: str | None  # the workflow path of its Build Signer URI
-    ref: str | None  # the git ref of its Build Signer URI
-    metadata_sha256: str
-
-    def __init__(self, *, issuer: str, identity: str, repository: str | None = None, workflow: str | None = None,
-                 ref: str | None = None, metadata_sha256: str = "") -> None:  # fmt: skip
-        self._init(issuer, identity, repository, workflow, ref, metadata_sha256)
-        for key in ("issuer", "identity", "repository", "workflow", "ref"):
-            value = getattr(self, key)
-            if value is None and key not in _SIGNER_REQUIRED:
-                continue
-            if not isinstance(value, str) or not value or len(value) > 1000:
-                raise invalid(f".{key}", key, value, "expected a non-empty string")
-        if not isinstance(self.metadata_sha256, str) or not re.fullmatch(_SHA256_HEX, self.metadata_sha256):
-            expected = "expected 64 lowercase hex characters"
-            raise invalid(".metadata_sha256", "metadata_sha256", self.metadata_sha256, expected)
-
-    @classmethod
-    def from_dict(cls, raw: Any) -> VariantSigner:
-        """Build from a lock's JSON object; FieldError naming the bad key."""
-        obj = check_object(raw, "", _SIGNER_KEYS, _SIGNER_REQUIRED)
-        return cls(
-            issuer=obj["issuer"], identity=obj["identity"], repository=_get_optional(obj, "repository"),
-            workflow=_get_optional(obj, "workflow"), ref=_get_optional(obj, "ref"),
-            metadata_sha256=obj["metadata_sha256"],
-        )  # fmt: skip
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {"issuer": self.issuer, "identity": self.identity}
-        data |= {key: getattr(self, key) for key in ("repository", "workflow", "ref") if getattr(self, key) is not None}
-        return data | {"metadata_sha256": self.metadata_sha256}
 
 
 @replaceable  # locking copies entries with dataclasses.replace (trust, signers)
@@ -317,7 +208,7 @@ class LockedKernel(Record):
                 raise invalid(key, "repo id", dep, reason)
             if dep == self.repo_id or dep in dependencies[:index]:
                 raise invalid(key, "dependency", dep, "expected each other kernel once, not the kernel itself")
-        object.__setattr__(self, "variants", _FrozenMap(sorted(self.variants.items())))
+        object.__setattr__(self, "variants", FrozenMap(sorted(self.variants.items())))
         object.__setattr__(self, "dependencies", tuple(sorted(dependencies)))
         object.__setattr__(self, "kernel_depends", _checked_kernel_depends(self.kernel_depends, dependencies))
         if not isinstance(self.redirected_from, (list, tuple)):
@@ -341,7 +232,7 @@ class LockedKernel(Record):
                 raise invalid(f".signatures{step(name)}", "variant", name, "expected a variant of this entry")
             if not isinstance(signer, VariantSigner):
                 raise invalid(f".signatures{step(name)}", "signer", signer, "expected a VariantSigner")
-        object.__setattr__(self, "signatures", _FrozenMap(sorted(self.signatures.items())))
+        object.__setattr__(self, "signatures", FrozenMap(sorted(self.signatures.items())))
 
     @property
     def trusted_as(self) -> str | None:
@@ -358,12 +249,12 @@ class LockedKernel(Record):
             repo_id=entry["repo_id"],
             sha=entry["sha"],
             variants=_get_variants(entry),
-            version=_get_optional(entry, "version"),
-            requirement=_get_optional(entry, "requirement"),
+            version=optional(entry, "version"),
+            requirement=optional(entry, "requirement"),
             dependencies=entry["dependencies"],
-            kernel_depends=_get_optional(entry, "kernel_depends", "an object of dependency repo id -> requirements"),
+            kernel_depends=optional(entry, "kernel_depends", "an object of dependency repo id -> requirements"),
             redirected_from=entry.get("redirected_from", ()),
-            trusted_by=_get_optional(entry, "trusted_by"),
+            trusted_by=optional(entry, "trusted_by"),
             signatures=_get_signatures(entry),
         )
 
@@ -391,7 +282,7 @@ def _checked_kernel_depends(asks: Any, dependencies: tuple[str, ...]) -> Mapping
     """``asks`` (an entry's ``kernel_depends``) sorted and frozen, once it names each of
     ``dependencies`` exactly, each with distinct requirement texts; FieldError otherwise."""
     if asks is None:
-        return _FrozenMap(()) if not dependencies else None
+        return FrozenMap(()) if not dependencies else None
     expected = "expected an object of dependency repo id -> list of requirements, one key per dependency"
     if not isinstance(asks, Mapping):
         raise invalid(".kernel_depends", "kernel_depends", asks, expected)
@@ -401,7 +292,7 @@ def _checked_kernel_depends(asks: Any, dependencies: tuple[str, ...]) -> Mapping
             raise invalid(".kernel_depends", "kernel_depends", asks, expected)
         key = f".kernel_depends{step(dep)}"
         if dep not in dependencies:
-            raise FieldError(key, f"requirement on {_show.repr(dep)}, which is not in dependencies", expected)
+            raise FieldError(key, f"requirement on {brief.repr(dep)}, which is not in dependencies", expected)
         if not isinstance(texts, (list, tuple)) or not texts:
             raise invalid(key, "requirements", texts, "expected a non-empty list of requirements")
         for index, text in enumerate(texts):
@@ -415,7 +306,7 @@ def _checked_kernel_depends(asks: Any, dependencies: tuple[str, ...]) -> Mapping
     for dep in dependencies:
         if dep not in checked:
             raise FieldError(".kernel_depends", f"no requirement on the dependency {dep!r}", expected)
-    return _FrozenMap(sorted(checked.items()))
+    return FrozenMap(sorted(checked.items()))
 
 
 @replaceable  # a dataclass as before, of one field
@@ -449,7 +340,7 @@ class Lockfile(Record):
         kernels = tuple(sorted(kernels, key=lambda k: k.repo_id))
         # A repo that redirects is found under its own id too, as the entry of its destination.
         aliases = [(source, k) for k in kernels for source in k.redirected_from]
-        self._init(kernels, _FrozenMap([*((k.repo_id, k) for k in kernels), *aliases]))
+        self._init(kernels, FrozenMap([*((k.repo_id, k) for k in kernels), *aliases]))
 
     def _values(self) -> tuple[Any, ...]:
         return (self.kernels,)
@@ -503,7 +394,7 @@ def load_entries(text: str, source: str) -> list[Any]:
     except jsondoc.JSONDocumentError as exc:
         raise LockfileError(f"{source}: {exc}; {hint}") from None
     if not isinstance(data, list):
-        raise LockfileError(f"{source}: invalid top level {_show.repr(data)}; expected a JSON list of entries; {hint}")
+        raise LockfileError(f"{source}: invalid top level {brief.repr(data)}; expected a JSON list of entries; {hint}")
     return data
 
 
@@ -531,47 +422,12 @@ def parse_entries(data: list[Any], source: str) -> Lockfile:
         raise LockfileError(f"{source}: {exc}; {_FIX}") from None
 
 
-def check_object(obj: Any, key: str, allowed: Sequence[str], required: Sequence[str]) -> dict[str, Any]:
-    """``obj`` if it is a JSON object with only ``allowed`` keys and all ``required`` ones."""
-    if not isinstance(obj, dict):
-        raise invalid(key, "value", obj, f"expected an object with {', '.join(allowed)}")
-    for name in obj:
-        if name not in allowed:
-            expected = f"expected only {', '.join(allowed)}"
-            raise FieldError(f"{key}{step(name)}", f"unknown key {_show.repr(name)}", expected)
-    for name in required:
-        if name not in obj:
-            raise FieldError(key, f"missing key {name!r}", f"expected {', '.join(required)}")
-    return obj
-
-
-def _get_optional(entry: dict[str, Any], key: str, kind: str = "a string") -> Any:
-    """``entry[key]``, None when absent; JSON ``null`` is refused (absent is written by leaving it out)."""
-    if key in entry and entry[key] is None:
-        raise invalid(f".{key}", key, None, f"expected {kind}, or no key at all")
-    return entry.get(key)
-
-
 def _get_variants(entry: dict[str, Any]) -> Any:
     """``entry["variants"]`` with each JSON object made a VariantLock, errors under ``.variants.<name>``."""
-    return _per_variant(entry["variants"], "variants", VariantLock.from_dict)
+    return per_name(entry["variants"], "variants", VariantLock.from_dict)
 
 
 def _get_signatures(entry: dict[str, Any]) -> Any:
     """``entry["signatures"]`` with each JSON object made a VariantSigner, errors under ``.signatures.<name>``."""
-    raw = _get_optional(entry, "signatures", "an object of variant name -> signer")
-    return {} if raw is None else _per_variant(raw, "signatures", VariantSigner.from_dict)
-
-
-def _per_variant(raw: Any, key: str, parse: Callable[[Any], Any]) -> Any:
-    """Each value of the object ``raw`` parsed, an error named under ``.<key>.<variant>``; a
-    non-object as it is, for LockedKernel to refuse naming the key."""
-    if not isinstance(raw, dict):
-        return raw
-    parsed: dict[str, Any] = {}
-    for name, value in raw.items():
-        try:
-            parsed[name] = parse(value)
-        except FieldError as exc:
-            raise exc.within(f".{key}{step(name)}") from None
-    return parsed
+    raw = optional(entry, "signatures", "an object of variant name -> signer")
+    return {} if raw is None else per_name(raw, "signatures", VariantSigner.from_dict)

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from kernel_deps.core import jsondoc
 from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
-from kernel_deps.core.signers import Identity, github_facts
+from kernel_deps.trust.signers import Identity, github_facts
 
 # What sigstore-python ships of Sigstore's public-good instance, read offline: the trusted
 # root its TUF client starts from (sigstore/_store/<tuf url>/trusted_root.json).
