@@ -57,6 +57,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     "core.spec": ["tests/test_spec.py", "tests/test_requirement_limits.py", "tests/test_requirement_messages.py"],
     "lock.model": ["tests/test_lockfile.py", "tests/test_requirement_limits.py", "tests/test_lock_messages.py",
                  "tests/test_lockfile_redirects.py"],
+    "lock.entries": ["tests/test_lockfile.py", "tests/test_requirement_limits.py", "tests/test_lock_messages.py",
+                     "tests/test_lockfile_redirects.py"],
     "commands.verify": ["tests/test_verify.py", "tests/test_verify_online_variants.py",
                         "tests/test_verify_cache_errors.py", "tests/test_verify_reports.py", "tests/test_targets.py",
                         "tests/test_hostile.py", "tests/test_redirect.py"],
