@@ -4,8 +4,9 @@ The provider only adapts: candidates are commits of a repo (with the refs that n
 them), built from the repo's refs listing; whether a commit meets a requirement is
 :func:`kernel_deps.core.versions.satisfies`, the rule ``kernels verify`` applies to the lock.
 
-A locked pin is a candidate of its own, offered first: the locked commit with the ref
-name the lock recorded, whether or not that branch or tag still points at it. So a pin
+A locked pin (:class:`kernel_deps.lock.entries.LockedPin`) is a candidate of its own,
+offered first: the locked commit with the ref name the lock recorded, whether or not that
+branch or tag still points at it. So a pin
 moves only when it no longer satisfies the requirement, or when ``--upgrade`` /
 ``--upgrade-package`` drops it. A conflict is raised as
 :class:`~kernel_deps.core.errors.ResolutionError` carrying resolvelib's causes as records
@@ -48,11 +49,14 @@ from kernel_deps.core.versions import (
     satisfies,
     versions_from_refs,
 )
+from kernel_deps.lock.entries import LockedPin
 
 if TYPE_CHECKING:  # the index imports the Hub client; reading a lock needs neither
     from kernel_deps.hub.view import KernelIndex
 
 _FULL_SHA_LENGTH = 40
+# A prior lock's pin is the lock's own pin type; the name Pin is kept for callers.
+Pin = LockedPin
 T = TypeVar("T")
 
 
@@ -100,14 +104,6 @@ class Candidate:
         tags = [v for v in self.versions if not v.is_branch]
         best = tags[0] if tags else (self.versions[0] if self.versions else None)
         return best.ref.name if best else self.commit[:12]
-
-
-@dataclass(frozen=True, slots=True)
-class Pin:
-    """A kernel's commit in the prior lock, and the tag or branch name it recorded."""
-
-    commit: str
-    version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +177,7 @@ class KernelProvider(AbstractProvider):
     """resolvelib adapter: identifiers are repo ids, candidates commits."""
 
     def __init__(
-        self, index: KernelIndex, pins: Mapping[str, Pin], targets: Sequence[Target] = (),
+        self, index: KernelIndex, pins: Mapping[str, LockedPin], targets: Sequence[Target] = (),
         signed: Callable[[str, str], str | None] | None = None,
     ) -> None:  # fmt: skip
         self.index = index
@@ -318,7 +314,7 @@ def resolve(
     requirements: Sequence[KernelRequirement],
     index: KernelIndex,
     *,
-    pins: Mapping[str, Pin] | None = None,
+    pins: Mapping[str, LockedPin] | None = None,
     targets: Sequence[Target] = (),
     max_rounds: int = 2000,
     requester: Requester = PROJECT,
