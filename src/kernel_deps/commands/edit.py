@@ -128,6 +128,6 @@ def edit_and_relock(
                                      upgrade_packages=(), write=False, explain_offline=False)  # fmt: skip
         files = {pyproject: updated}
         if not outcome.up_to_date:
-            files[outcome.path] = outcome.lock.to_json()
+            files[outcome.path] = outcome.lock.to_text()
         atomicfile.write_together(files, journal=project_dir / EDIT_JOURNAL_NAME)
     return replace(outcome, written=not outcome.up_to_date)

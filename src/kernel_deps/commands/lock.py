@@ -37,7 +37,7 @@ from kernel_deps.resolve.resolver import (
 
 if TYPE_CHECKING:  # imported when locking: verify and outdated read locks without the Hub client
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
 
 SCHEMA_VERSION = 3  # of docs/schemas/lock.schema.json; see docs/ci.md
@@ -294,7 +294,7 @@ def lock_while_editing(
 
     lock, notes = resolve_in_memory(hub or HubClient(), requirements, publishers=publishers, judge=judge,
                                     policy=policy, pins=pins, targets=targets, follow_redirects=True)  # fmt: skip
-    new_bytes = lock.to_json().encode()
+    new_bytes = lock.to_text().encode()
     up_to_date = raw == new_bytes
     changes = diff_locks(previous, lock)
     if not up_to_date and not changes:
@@ -331,7 +331,7 @@ def resolve_in_memory(
     redirects (``kernel-status.toml``) is locked at its destination. One time budget for
     all of it. Also returns the notes `kernels lock` prints (redirects followed, kernels
     held back, folders skipped)."""
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
     pins = dict(pins or {})
     prepare = _preparer(policy) if policy is not None else None
@@ -419,7 +419,7 @@ def _redirected_from(requirements: Sequence[KernelRequirement], followed: Sequen
 
 def _holds(previous: Lockfile | None, raw: bytes | None, requirements: Sequence[KernelRequirement]) -> bool:
     """Whether the prior lock is exactly what resolving with its pins would write."""
-    return previous is not None and raw == previous.to_json().encode() and not check_sync(requirements, previous)
+    return previous is not None and raw == previous.to_text().encode() and not check_sync(requirements, previous)
 
 
 def build_lockfile(

@@ -47,7 +47,7 @@ from kernel_deps.lock.model import LockedKernel, Lockfile
 if TYPE_CHECKING:
     from kernel_deps.trust.signers import SignaturePolicy
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
 SCHEMA_VERSION = 2  # of docs/schemas/to-wheel.schema.json; see docs/ci.md
 REQUIREMENTS_NAME = "requirements.txt"

@@ -53,7 +53,7 @@ from kernel_deps.project.pyproject import project_from_text, read_kernels_source
 
 if TYPE_CHECKING:  # imported by --online only: an offline verify never loads the Hub client
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
 _FILE_MESSAGES = {
     "modified": "{path} was modified",
@@ -371,7 +371,7 @@ def check_targets_cached(
 
 def check_hub(lock: Lockfile, hub: HubClient) -> list[Problem]:
     """Ask the Hub: does each locked commit exist as locked, does its named ref still point at it?"""
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
     with KernelIndex(hub) as index, worker_pool(HUB_WORKERS, "kernel-deps-verify") as pool:
         found = list(pool.map(lambda kernel: _check_remote(kernel, index), lock.kernels))

@@ -57,7 +57,7 @@ from kernel_deps.lock.read import parse_lock, read_lock
 
 if TYPE_CHECKING:
     from kernel_deps.core.spec import KernelRequirement
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
     from kernel_deps.trust.signatures import PolicyPlace
 
 _OWN_PACKAGE = __name__.split(".")[0]

@@ -116,8 +116,8 @@ class Lockfile(Record):
         """The entry for ``repo_id`` (the destination's, for a repo that redirects), or None when it is not locked."""
         return self._index.get(repo_id)
 
-    def to_json(self) -> str:
-        """The lock as written to disk: sorted, 2-space indent, trailing newline."""
+    def to_text(self) -> str:
+        """The lock as written to disk, JSON text: sorted, 2-space indent, trailing newline."""
         return json.dumps([k.to_dict() for k in self.kernels], indent=2) + "\n"
 
     @classmethod
@@ -136,7 +136,7 @@ def lock_path(project_dir: Path) -> Path:
 
 def write_lockfile(path: Path, lock: Lockfile) -> bool:
     """Atomically write ``lock`` to ``path``; False (and nothing written) when unchanged."""
-    return atomicfile.write_text_if_changed(Path(path), lock.to_json())
+    return atomicfile.write_text_if_changed(Path(path), lock.to_text())
 
 
 # -- the parse: JSON's own rules, and where in the file each problem is ------------------------

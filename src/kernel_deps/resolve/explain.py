@@ -20,7 +20,7 @@ from kernel_deps.core.versions import versions_from_refs
 from kernel_deps.resolve.candidates import candidate_order, matches
 
 if TYPE_CHECKING:
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
     from kernel_deps.resolve.resolver import KernelProvider
 
 

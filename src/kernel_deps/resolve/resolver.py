@@ -37,7 +37,7 @@ from kernel_deps.resolve.candidates import Candidate, candidates_for, is_commit,
 from kernel_deps.resolve.explain import PROJECT, Requester, explain_conflict, explain_unserved_targets, explain_unsigned
 
 if TYPE_CHECKING:  # the index imports the Hub client; reading a lock needs neither
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
 __all__ = [
     "PROJECT", "Candidate", "KernelProvider", "LockedPin", "Pin", "Requester", "Resolution", "reject_unknown_upgrades",

@@ -2,7 +2,7 @@
 and the refusal naming each kernel that neither it nor the Hub trusts.
 
 The Hub's own answer (``trustedKernelPublisher`` of an organization) is asked by the
-caller (:meth:`kernel_deps.hub.view.KernelIndex.publisher`), so this module stays pure; the
+caller (:meth:`kernel_deps.hub.index.KernelIndex.publisher`), so this module stays pure; the
 lock is copied (``dataclasses.replace``), so it imports nothing of the lock.
 """
 

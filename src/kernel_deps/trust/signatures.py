@@ -30,7 +30,7 @@ from kernel_deps.trust import digests
 from kernel_deps.trust.signers import SignaturePolicy, VariantSigner, describe_signer
 
 if TYPE_CHECKING:
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
     from kernel_deps.lock.model import LockedKernel, Lockfile
     from kernel_deps.trust.bundles import CertifiedSigner
 
