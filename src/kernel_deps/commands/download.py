@@ -224,7 +224,7 @@ def variants_for_targets(kernel: LockedKernel, targets: Sequence[Target]) -> lis
 
 def check_tree_paths(task: VariantTask, files: Iterable[TreeFile]) -> dict[str, TreeFile]:
     """Relative path -> entry for the hashed files of a variant; refuses unsafe paths."""
-    from kernel_deps.hub.client import path_problem, shown_path
+    from kernel_deps.hub.listing import path_problem, shown_path
 
     prefix = f"{BUILD_DIR}/{task.variant}/"
     out: dict[str, TreeFile] = {}
