@@ -25,7 +25,7 @@ from kernel_deps.build_hooks import ALLOW_STALE_ENV, BuildLock, StaleLockError, 
 from kernel_deps.core.errors import LockfileError, PyprojectError, UsageError
 from kernel_deps.core.spec import parse_requirement
 from kernel_deps.loader import api as loader
-from kernel_deps.core.signers import GITHUB_ISSUER
+from kernel_deps.trust.signers import GITHUB_ISSUER
 from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock, VariantSigner
 from tests.fixtures.projects import write_project
 from tests.fixtures.wheels import (  # noqa: F401 - fixtures used by name
@@ -50,7 +50,7 @@ DIST_NAMES = {"setuptools_app": "setuptools-app", "hatch_app": "hatch-app"}
 
 def with_lock(project: Path, requirements: dict[str, str]) -> Path:
     """``project`` with a kernels.lock written by :func:`make_lock` (no Hub involved)."""
-    (project / "kernels.lock").write_text(make_lock(requirements).to_json())
+    (project / "kernels.lock").write_text(make_lock(requirements).to_text())
     return project
 
 
@@ -136,8 +136,8 @@ def test_a_publisher_trusted_on_a_withdrawn_entry_refuses_the_build(tmp_path, no
     lock = make_lock(deps)
     trusted = Lockfile(kernels=(replace(lock.kernels[0], trusted_by="pyproject:kernels-test"),))
     project = write_project(tmp_path, deps, trusted=("kernels-test",))
-    (project / "kernels.lock").write_text(trusted.to_json())
-    assert lock_for_build(project).text == trusted.to_json()  # the entry it relied on is still listed
+    (project / "kernels.lock").write_text(trusted.to_text())
+    assert lock_for_build(project).text == trusted.to_text()  # the entry it relied on is still listed
 
     write_project(tmp_path, deps, trusted=("other-org",))  # ... and now it is not
     with pytest.raises(StaleLockError) as info:
@@ -183,7 +183,7 @@ def test_a_lock_the_signature_policy_no_longer_allows_refuses_the_build(tmp_path
         kernel = replace(kernel, signatures={variant: SIGNER for variant in kernel.variants})
     extra = f'[tool.kernels.trust]\n{policy}\n\n'
     project = write_project(tmp_path, deps, extra=extra, trusted=())
-    (project / "kernels.lock").write_text(Lockfile(kernels=(kernel,)).to_json())
+    (project / "kernels.lock").write_text(Lockfile(kernels=(kernel,)).to_text())
     if refused is None:
         assert lock_for_build(project).text == (project / "kernels.lock").read_text()
         return
@@ -254,9 +254,9 @@ def test_an_unpacked_sdist_uses_the_lock_from_its_metadata(tmp_path, no_opt_out)
     project = write_project(tmp_path / "sdist", {ROTARY: "<1.1"})
     copy = tmp_path / "app.egg-info" / "kernels.lock"
     copy.parent.mkdir()
-    copy.write_text(make_lock({ROTARY: "<1.1"}).to_json())
+    copy.write_text(make_lock({ROTARY: "<1.1"}).to_text())
     assert lock_for_build(project, fallback=copy) == BuildLock(copy.read_text(), copy, ())
-    (project / "kernels.lock").write_text(make_lock({ROTARY: ">=2"}).to_json())  # the project's own wins
+    (project / "kernels.lock").write_text(make_lock({ROTARY: ">=2"}).to_text())  # the project's own wins
     with pytest.raises(StaleLockError):
         lock_for_build(project, fallback=copy)
 
@@ -273,7 +273,7 @@ def install_fake_dist(site: Path, package: str, dist: str, lock_at: str | None, 
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
     (info / "RECORD").write_text("".join(f"{package}/{m},,\n" for m in ("__init__.py", "sub/__init__.py", "sub/deep.py")))
-    text = make_lock({ROTARY: requirement}).to_json()
+    text = make_lock({ROTARY: requirement}).to_text()
     if lock_at is not None:
         (info / lock_at).parent.mkdir(parents=True, exist_ok=True)
         (info / lock_at).write_text(text)

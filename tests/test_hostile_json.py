@@ -219,7 +219,7 @@ def test_a_major_of_400_digits_is_refused_and_quoted_briefly(tmp_path, monkeypat
 )
 def test_a_status_file_kernel_deps_does_not_understand_says_so(text: str, said: str) -> None:
     from kernel_deps.core.errors import InvalidKernelMetadataError
-    from kernel_deps.hub.view import parse_kernel_status
+    from kernel_deps.hub.redirects import parse_kernel_status
 
     with pytest.raises(InvalidKernelMetadataError) as caught:
         parse_kernel_status("org/old", text.encode(), "org/old@0123456789ab: kernel-status.toml")

@@ -17,7 +17,7 @@ from kernel_deps.core.errors import (
     RevisionNotFoundError,
 )
 from kernel_deps.hub.client import HubClient
-from kernel_deps.hub.view import KernelIndex
+from kernel_deps.hub.index import KernelIndex
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, git_blob_id
 from tests.fixtures.localhub import free_port
 

@@ -55,7 +55,7 @@ def test_requirement_forms(hub_env, tmp_path, repo_id, value, release, version_n
     locked = entry(outcome.lock, repo_id)
     assert locked.sha == hub_env.repos[repo_id].commits[release]
     assert locked.version == version_name
-    assert outcome.written and (project / "kernels.lock").read_text() == outcome.lock.to_json()
+    assert outcome.written and (project / "kernels.lock").read_text() == outcome.lock.to_text()
 
 
 def test_revision_as_full_commit(hub_env, tmp_path) -> None:

@@ -53,7 +53,7 @@ def pin_activation_at_v2(project: Path, tmp_path: Path) -> str:
         if entry["repo_id"] == ACTIVATION:
             entry.update(sha=v2["sha"], variants=v2["variants"], version=v2["version"])
     text = json.dumps(entries, indent=2) + "\n"
-    assert Lockfile.from_json(text).to_json() == text  # a valid lock, in the layout kernels lock writes
+    assert Lockfile.from_json(text).to_text() == text  # a valid lock, in the layout kernels lock writes
     (project / "kernels.lock").write_text(text)
     return text
 

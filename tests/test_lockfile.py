@@ -71,7 +71,7 @@ def kernel(repo_id: str = "kernels-test/activation", **changes: Any) -> LockedKe
 def test_example_round_trips_byte_for_byte() -> None:
     text = example_text()
     lock = Lockfile.from_json(text)
-    assert lock.to_json() == text
+    assert lock.to_text() == text
     assert text.endswith("]\n") and '\n  {\n    "repo_id"' in text  # 2-space indent
     assert lock.repo_ids == tuple(sorted(lock.repo_ids))
     assert lock.get("kernels-test/rotary").requirement is None
@@ -89,10 +89,10 @@ def test_entry_keys_are_written_in_the_documented_order() -> None:
 
 
 def test_none_fields_are_omitted_and_dependencies_always_present() -> None:
-    entry = json.loads(Lockfile(kernels=(kernel(version=None, requirement=None),)).to_json())[0]
+    entry = json.loads(Lockfile(kernels=(kernel(version=None, requirement=None),)).to_text())[0]
     assert list(entry) == ["repo_id", "sha", "variants", "dependencies"]
     assert entry["dependencies"] == []
-    assert Lockfile(kernels=()).to_json() == "[]\n"
+    assert Lockfile(kernels=()).to_text() == "[]\n"
 
 
 def test_to_json_is_deterministic_whatever_the_input_order() -> None:
@@ -103,8 +103,8 @@ def test_to_json_is_deterministic_whatever_the_input_order() -> None:
     reversed_variants = dict(reversed(list(variants.items())))
     two = Lockfile(kernels=(*reversed(others), kernel(variants=reversed_variants, dependencies=deps[::-1])))
     assert one == two
-    assert one.to_json() == two.to_json()
-    assert one.to_json() == Lockfile.from_json(one.to_json()).to_json()
+    assert one.to_text() == two.to_text()
+    assert one.to_text() == Lockfile.from_json(one.to_text()).to_text()
 
 
 def test_records_are_frozen_hashable_and_picklable() -> None:
@@ -272,7 +272,7 @@ def test_each_kernel_records_what_it_requires_of_each_dependency() -> None:
     older = Lockfile.from_json(json.dumps(entries, indent=2) + "\n")
     assert older.get("kernels-test/layer-norm").kernel_depends is None
     assert older.get("kernels-test/rotary").kernel_depends == {}
-    assert older.to_json() == json.dumps(entries, indent=2) + "\n"  # and written back as it was
+    assert older.to_text() == json.dumps(entries, indent=2) + "\n"  # and written back as it was
 
 
 @pytest.mark.parametrize(
@@ -390,9 +390,9 @@ def valid_locks(draw: st.DrawFn) -> Lockfile:
 
 @given(valid_locks())
 def test_valid_locks_round_trip(lock: Lockfile) -> None:
-    text = lock.to_json()
+    text = lock.to_text()
     assert Lockfile.from_json(text) == lock
-    assert Lockfile.from_json(text).to_json() == text
+    assert Lockfile.from_json(text).to_text() == text
     found = parse_lock(text, source="kernels.lock", purpose="lock")
     assert found.format == "kernel-deps" and found.lock == lock
     assert {repo_id: pin.commit for repo_id, pin in found.pins.items()} == {k.repo_id: k.sha for k in lock.kernels}

@@ -21,7 +21,8 @@ from kernel_deps.commands.verify import verify_project
 from kernel_deps.core.errors import LockfileError, PendingEditError
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME
 from kernel_deps.lock.model import Lockfile
-from kernel_deps.lock.read import FORMATS, PURPOSES, WRITTEN_BY, LockedPin, lock_format, parse_lock, read_lock
+from kernel_deps.lock.entries import LockedPin
+from kernel_deps.lock.read import FORMATS, PURPOSES, WRITTEN_BY, lock_format, parse_lock, read_lock
 from kernel_deps.project.pyproject import read_project
 from tests.fixtures.builder import KernelRepo, Release
 from tests.fixtures.cli import run_kernels

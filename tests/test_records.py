@@ -52,3 +52,52 @@ def test_a_record_whose_annotations_are_not_its_slots_is_refused_when_made() -> 
             self._init(a, 2 * a)
 
     assert Computed(2).twice == 4
+
+
+def _former_dataclasses() -> list[tuple[object, str]]:
+    """One of each record of the lower layers that was a frozen dataclass, and its repr then."""
+    from pathlib import Path
+
+    from kernel_deps.cache.subset import SubsetReport, WantedVariant
+    from kernel_deps.hub.client import CommitListing, PublisherTrust, RepoRefs, TreeFile
+    from kernel_deps.hub.index import VariantTree
+    from kernel_deps.hub.redirects import Redirect
+    from kernel_deps.hub.transport import RequestSubject
+    from kernel_deps.lock.entries import LockedPin
+    from kernel_deps.resolve.candidates import Candidate
+    from kernel_deps.resolve.explain import Requester
+    from kernel_deps.trust.bundles import CertifiedSigner
+    from kernel_deps.trust.publishers import Untrusted
+
+    ref = GitRef("v1", "branch", SHA)
+    file = TreeFile(path="build/x/a.py", size=3, blob_id=SHA, lfs_sha256=None)
+    return [
+        (Candidate("org/k", SHA, (ref,)), f"Candidate(repo_id='org/k', commit='{SHA}', refs=({ref!r},))"),
+        (Requester("project", "relax", "narrow"), "Requester(name='project', relax='relax', narrow='narrow')"),
+        (LockedPin(SHA, "v1"), f"LockedPin(commit='{SHA}', version='v1')"),
+        (Redirect("org/old", "org/new"), "Redirect(source='org/old', destination='org/new', revision='main', commit='')"),
+        (file, f"TreeFile(path='build/x/a.py', size=3, blob_id='{SHA}', lfs_sha256=None)"),
+        (RepoRefs("org/k", "kernel", (ref,)), f"RepoRefs(repo_id='org/k', repo_type='kernel', refs=({ref!r},))"),
+        (CommitListing((file,), frozenset({"build"})), f"CommitListing(build_files=({file!r},), top_level=frozenset({{'build'}}))"),
+        (PublisherTrust("org", True, "trusted"), "PublisherTrust(org='org', trusted=True, reason='trusted')"),
+        (RequestSubject("org/k"), "RequestSubject(repo_id='org/k', revision=None, what=None)"),
+        (WantedVariant("org/k", SHA, "x", "h"), f"WantedVariant(repo_id='org/k', commit='{SHA}', variant='x', hash='h')"),
+        (SubsetReport(Path("/f"), (), ()), "SubsetReport(folder=PosixPath('/f'), placed=(), removed=())"),
+        (CertifiedSigner("i", "s", None, None, None),
+         "CertifiedSigner(issuer='i', identity='s', repository=None, workflow=None, ref=None)"),
+        (Untrusted("org/k", ("pyproject.toml",), "no"), "Untrusted(repo_id='org/k', asked_by=('pyproject.toml',), hub_reason='no')"),
+        (VariantTree({}, ("odd",)), "VariantTree(files={}, skipped=('odd',))"),
+    ]
+
+
+@pytest.mark.parametrize("record, shown", _former_dataclasses(), ids=lambda r: type(r).__name__)
+def test_a_former_dataclass_compares_prints_pickles_and_stays_frozen_as_before(record: object, shown: str) -> None:
+    assert isinstance(record, Record) and repr(record) == shown
+    again = pickle.loads(pickle.dumps(record))
+    assert again == record and copy.deepcopy(record) == record and again is not record
+    if type(record).__name__ != "VariantTree":  # a tree holds a dict: unhashable, as it was
+        assert hash(again) == hash(record)
+    with pytest.raises(AttributeError):  # slots, no __dict__, as with slots=True
+        object.__getattribute__(record, "__dict__")
+    with pytest.raises(AttributeError):
+        setattr(record, type(record).__slots__[0], None)

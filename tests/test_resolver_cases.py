@@ -38,7 +38,8 @@ import pytest
 from kernel_deps.core.errors import KernelDepsError, ResolutionError
 from kernel_deps.core.spec import parse_requirement
 from kernel_deps.core.targets import parse_target
-from kernel_deps.resolve.resolver import Pin, resolve, version_name
+from kernel_deps.lock.entries import LockedPin
+from kernel_deps.resolve.resolver import resolve, version_name
 from tests.fixtures.memory_index import CatalogueIndex, Release, commit_of
 
 CASES = sorted((Path(__file__).parent / "resolver_cases").glob("*.toml"))
@@ -77,14 +78,14 @@ def catalogue_of(case: dict) -> dict[str, dict[str, Release]]:
     }
 
 
-def pin_of(index: CatalogueIndex, repo_id: str, version: str) -> Pin:
+def pin_of(index: CatalogueIndex, repo_id: str, version: str) -> LockedPin:
     """The prior lock's pin of ``version``, named as the lock names it: its first tag, else its
     first branch. A version the catalogue lacks is a commit the Hub no longer has."""
     release = index.catalogue.get(repo_id, {}).get(version)
     if release is None:
-        return Pin(commit_of(repo_id, version), f"v{version}")
+        return LockedPin(commit_of(repo_id, version), f"v{version}")
     names = [f"v{version}"] if release.tags is None else [*release.tags, *release.branches]
-    return Pin(index.commit(repo_id, version), names[0] if names else None)
+    return LockedPin(index.commit(repo_id, version), names[0] if names else None)
 
 
 def conflict_causes(error: ResolutionError) -> list[str]:

@@ -208,7 +208,7 @@ def test_verify_and_download_write_no_dataclass_method() -> None:
         "    return wrap if cls is None else wrap(cls)\n"
         "dataclasses.dataclass = spy\n"
         "import kernel_deps.cli, kernel_deps.commands.verify, kernel_deps.commands.download\n"
-        "import kernel_deps.lock.signatures, kernel_deps.cache.installed\n"
+        "import kernel_deps.trust.signatures, kernel_deps.cache.installed\n"
         "print(' '.join(sorted(made)))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

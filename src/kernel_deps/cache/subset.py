@@ -23,13 +23,13 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from kernel_deps.cache import store
 from kernel_deps.core import ownedfs
 from kernel_deps.core.errors import FileWriteError, KernelCacheReadError, LinkedPathError, UsageError
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import BUILD_DIR
 
 RECORD_NAME = ".kernel-deps-into.json"
@@ -46,23 +46,29 @@ _KINDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class WantedVariant:
+class WantedVariant(Record):
     """One locked variant to place: its repo, commit, variant name and locked hash."""
 
+    __slots__ = ("repo_id", "commit", "variant", "hash")
     repo_id: str
     commit: str
     variant: str
     hash: str
 
+    def __init__(self, repo_id: str, commit: str, variant: str, hash: str) -> None:
+        self._init(repo_id, commit, variant, hash)
 
-@dataclass(frozen=True, slots=True)
-class SubsetReport:
+
+class SubsetReport(Record):
     """What was placed in the folder, what was removed from it, and what its check found."""
 
+    __slots__ = ("folder", "placed", "removed")
     folder: Path
     placed: tuple[store.VariantCheck, ...]  # each checked again in the folder after writing
     removed: tuple[Path, ...]
+
+    def __init__(self, folder: Path, placed: tuple[store.VariantCheck, ...], removed: tuple[Path, ...]) -> None:
+        self._init(folder, placed, removed)
 
     @property
     def problems(self) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Sequence
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core.settings import BUILD_DIR, hash_threads
-from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.core.system import SystemInfo
 from kernel_deps.core.targets import Target, serving_variant
 from kernel_deps.core.variants import NoMatchingVariantError, select_variant
@@ -34,7 +34,7 @@ WHEEL_KINDS = frozenset({f"wheel-{kind}" for kind in _FILE_MESSAGES} | {"wheel-r
 def check_signed_cache(lock: Lockfile, checked: Sequence[cache.VariantCheck], policy: SignaturePolicy) -> list[Problem]:
     """Each cached variant that holds the locked bytes against its metadata.json digest and,
     when the lock records its signer, its bundle verified again offline; no network."""
-    from kernel_deps.lock.signatures import check_cached_variant
+    from kernel_deps.trust.signatures import check_cached_variant
 
     problems = []
     for check in (c for c in checked if c.ok):

@@ -13,12 +13,12 @@ from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
 
 def check_hub(lock: Lockfile, hub: HubClient) -> list[Problem]:
     """Ask the Hub: does each locked commit exist as locked, does its named ref still point at it?"""
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
     with KernelIndex(hub) as index, worker_pool(HUB_WORKERS, "kernel-deps-verify") as pool:
         found = list(pool.map(lambda kernel: _check_remote(kernel, index), lock.kernels))

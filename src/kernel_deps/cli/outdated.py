@@ -20,7 +20,7 @@ from kernel_deps.cli.render_lock import short
 def outdated(project_dir: Path, as_json: bool, quiet: bool, exit_code: bool) -> None:
     """Show, per locked kernel, what --upgrade would take, newer releases and moved refs."""
     from kernel_deps.commands.outdated import outdated_project
-    from kernel_deps.hub.view import describe_redirects
+    from kernel_deps.hub.redirects import describe_redirects
 
     report = outdated_project(project_dir)
     if as_json:

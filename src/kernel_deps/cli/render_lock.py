@@ -73,7 +73,7 @@ def change_line(change: LockChange) -> str:
 def note_line(note: LockNote) -> str:
     """The text after ``note:`` for one note of a lock run."""
     if note.kind == "redirect-followed":
-        from kernel_deps.hub.view import describe_redirects
+        from kernel_deps.hub.redirects import describe_redirects
 
         return f"{describe_redirects(note.redirects)}; locked {note.redirects[-1]}"
     locked = note.locked

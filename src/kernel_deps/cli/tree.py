@@ -43,7 +43,7 @@ def _signed_by(signer) -> str:
     """`` (signed by org/repo .github/workflows/build.yml@refs/heads/main)``, or nothing when unsigned."""
     if signer is None:
         return ""
-    from kernel_deps.core.signers import describe_signer
+    from kernel_deps.trust.signers import describe_signer
 
     return f" (signed by {describe_signer(signer.issuer, signer.repository, signer.workflow, signer.ref)})"
 

@@ -124,6 +124,6 @@ def edit_and_relock(
         outcome = lock_while_editing(edited, hub=hub, mode=LockMode.RESOLVE)
         files = {pyproject: updated}
         if not outcome.up_to_date:
-            files[outcome.path] = outcome.lock.to_json()
+            files[outcome.path] = outcome.lock.to_text()
         atomicfile.write_together(files, journal=project_dir / EDIT_JOURNAL_NAME)
     return replace(outcome, written=not outcome.up_to_date)

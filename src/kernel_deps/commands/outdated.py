@@ -16,7 +16,7 @@ from pathlib import Path
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.versions import KernelVersion, satisfies, versions_from_refs
 from kernel_deps.hub.client import HubClient
-from kernel_deps.hub.view import KernelIndex
+from kernel_deps.hub.index import KernelIndex
 from kernel_deps.lock.model import LockedKernel, lock_path
 from kernel_deps.lock.read import read_lock
 from kernel_deps.project.pyproject import read_project

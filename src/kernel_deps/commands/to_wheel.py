@@ -43,9 +43,9 @@ from kernel_deps.fetch.tasks import DownloadReport, Progress, VariantTask
 from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:
-    from kernel_deps.core.signers import SignaturePolicy
+    from kernel_deps.trust.signers import SignaturePolicy
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
 SCHEMA_VERSION = 3  # of docs/schemas/to-wheel.schema.json; see docs/ci.md
 REQUIREMENTS_NAME = "requirements.txt"
@@ -383,9 +383,9 @@ def _write_output(output: Path, name: str, data: bytes) -> None:
 def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> Lockfile:
     """A lock of one requirement and its kernel dependencies, held in memory."""
     from kernel_deps.resolve.session import hub_trusts, resolve_in_memory
-    from kernel_deps.core.signers import SignaturePolicy
+    from kernel_deps.trust.signers import SignaturePolicy
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.lock.trust import judge_publishers
+    from kernel_deps.trust.publishers import judge_publishers
     from kernel_deps.resolve.resolver import Requester
 
     requester = Requester(

@@ -312,7 +312,7 @@ class LockPolicyError(KernelDepsError):
 class SignatureError(KernelDepsError):
     """A variant's Sigstore signature is invalid, its signer is not one the project allows, or
     it is unsigned while the project requires signatures; names kernel, variant, expected and found.
-    ``refused`` holds the refusal records the message was made from (``lock.signatures.VariantRefusal``)."""
+    ``refused`` holds the refusal records the message was made from (``trust.signatures.VariantRefusal``)."""
 
     def __init__(self, message: str, refused: Sequence[object] = ()) -> None:
         super().__init__(message)

@@ -7,11 +7,12 @@ here, defined once: equality and hash by value (the fields in ``__slots__`` orde
 dataclass-like ``repr``, no assignment after ``__init__`` (which sets its fields with
 :meth:`Record._init`), and pickling and copying. Those that callers copy with
 ``dataclasses.replace`` are declared dataclasses by :func:`replaceable`, still without a
-method written at import.
+method written at import. A record's mapping is a :class:`FrozenMap`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 
@@ -64,6 +65,30 @@ class Record:
     def to_dict(self) -> dict[str, Any]:
         """The fields by name, in order (as ``dataclasses.asdict`` gives them for plain values)."""
         return {name: getattr(self, name) for name in self.__slots__}
+
+
+class FrozenMap(Mapping[str, Any]):
+    """A read-only, hashable, picklable mapping (``MappingProxyType`` is neither)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, items: Iterable[tuple[str, Any]]) -> None:
+        self._data = dict(items)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._data.items()))
+
+    def __repr__(self) -> str:
+        return repr(self._data)
 
 
 def replaceable(cls: type[Record]) -> type[Record]:

@@ -41,7 +41,7 @@ REPO_TYPE_PLURALS = {KERNEL: "kernels", MODEL: "models"}
 HUB_WORKERS = 8
 # Threads one resolution prefetches with (refs, tree listings, metadata.json: small
 # requests that mostly wait on their round trip, so on a slow link they all go together);
-# hub.view.KernelIndex gives the Hub calls they make CALLS_PER_PREFETCH times as many.
+# hub.index.KernelIndex gives the Hub calls they make CALLS_PER_PREFETCH times as many.
 HUB_RESOLVE_WORKERS = 32
 
 # Waiting this long for another process's lock (a download's, a project edit's) is worth

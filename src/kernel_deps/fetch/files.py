@@ -27,7 +27,7 @@ from kernel_deps.core.errors import (
 from kernel_deps.core.filelocks import acquire_within
 from kernel_deps.core.hashing import is_hashed_path, variant_hash
 from kernel_deps.core.settings import BUDGET_ENV, BUILD_DIR
-from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.fetch.gate import admit_variant, cache_error, judge_present
 from kernel_deps.fetch.tasks import Progress, VariantTask
 
@@ -37,12 +37,12 @@ if TYPE_CHECKING:
     from filelock import FileLock
 
     from kernel_deps.hub.client import HubClient, TreeFile
-    from kernel_deps.lock.signatures import VariantRefusal
+    from kernel_deps.trust.signatures import VariantRefusal
 
 
 def check_tree_paths(task: VariantTask, files: Iterable[TreeFile]) -> dict[str, TreeFile]:
     """Relative path -> entry for the hashed files of a variant; refuses unsafe paths."""
-    from kernel_deps.hub.client import path_problem, shown_path
+    from kernel_deps.hub.listing import path_problem, shown_path
 
     prefix = f"{BUILD_DIR}/{task.variant}/"
     out: dict[str, TreeFile] = {}
@@ -175,7 +175,7 @@ def _fetch_blobs(
         # One file failed: the files not started are not started, and those under way end
         # (placing their blob, or removing or keeping their partial as their rules say)
         # before the variant's lock is let go and the error reaches the caller. Ctrl-C is
-        # not held up: it ends the process at once (kernel_deps.interrupt).
+        # not held up: it ends the process at once (kernel_deps.cli.interrupt).
         for future in futures:
             future.cancel()
         wait(futures)

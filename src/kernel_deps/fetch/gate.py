@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Sequence
 from kernel_deps.cache import store as cache
 from kernel_deps.core.errors import FileWriteError, KernelCacheReadError, KernelDepsError
 from kernel_deps.core.settings import LOCK_NAME
-from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.fetch.tasks import VariantTask
 
 if TYPE_CHECKING:
-    from kernel_deps.lock.signatures import PolicyPlace, VariantRefusal
+    from kernel_deps.trust.signatures import PolicyPlace, VariantRefusal
 
 
 def admit_variant(task: VariantTask, repo: Path, files: dict[str, str], policy: SignaturePolicy) -> list[VariantRefusal]:
@@ -30,7 +30,7 @@ def admit_variant(task: VariantTask, repo: Path, files: dict[str, str], policy: 
     then is the folder renamed into ``snapshots/<commit>/build/<variant>`` (with its manifest).
     Returns the refusals: a refused variant leaves nothing under ``snapshots/`` and no manifest;
     its blobs stay in ``blobs/``, content-addressed and never loaded by themselves."""
-    from kernel_deps.lock.signatures import check_cached_variant
+    from kernel_deps.trust.signatures import check_cached_variant
 
     with cache.staged_variant(repo, task.kernel.sha, task.variant, files) as staged:
         refused = check_cached_variant(task.kernel, task.variant, staged.folder, files, policy)
@@ -47,7 +47,7 @@ def judge_present(
     kernel-deps placed it there (the blobs stay). Returns the refusals and what became of it:
     ``"removed"`` or ``"kept"`` (a signer refused: the bytes are what the lock pins, and the
     lock's record or the trusted root is what fails, so another project may rely on them)."""
-    from kernel_deps.lock.signatures import check_cached_variant
+    from kernel_deps.trust.signatures import check_cached_variant
 
     try:
         refused = check_cached_variant(task.kernel, task.variant, check.path, check.files, policy)
@@ -89,7 +89,7 @@ _FATES = {
 
 def download_refusal(refused: Sequence[tuple[VariantRefusal, str]], place: PolicyPlace) -> KernelDepsError:
     """One error naming every refused variant, saying what became of each kind."""
-    from kernel_deps.lock.signatures import refusal
+    from kernel_deps.trust.signatures import refusal
 
     outcome = ", or ".join(_FATES[fate] for fate in dict.fromkeys(fate for _, fate in refused))
     return refusal([r for r, _ in refused], outcome=outcome, place=place)

@@ -16,7 +16,7 @@ from kernel_deps.cache import store as cache
 from kernel_deps.cache.pools import worker_pool
 from kernel_deps.core.errors import FileWriteError, OfflineError, UnsafeRepoContentError
 from kernel_deps.core.settings import HUB_WORKERS, is_offline, offline_env
-from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.core.variants import is_valid_variant_name
 from kernel_deps.fetch.gate import cache_error, download_refusal, judge_present
 from kernel_deps.fetch.tasks import DownloadReport, Progress, VariantOutcome, VariantTask
@@ -24,7 +24,7 @@ from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.lock.signatures import PolicyPlace, VariantRefusal
+    from kernel_deps.trust.signatures import PolicyPlace, VariantRefusal
 
 
 def download_lock(
@@ -46,7 +46,7 @@ def download_lock(
     and checked again there, complete, before it counts; a refused variant is named in one
     error (SignatureError or DigestMismatchError, exit 1), ``place`` saying where the policy
     is written (None: the project's ``[tool.kernels.trust]`` when a policy is given)."""
-    from kernel_deps.lock.signatures import NO_PROJECT_POLICY, PROJECT_POLICY
+    from kernel_deps.trust.signatures import NO_PROJECT_POLICY, PROJECT_POLICY
 
     progress = progress or Progress()
     root = root or cache.cache_root()
@@ -121,7 +121,7 @@ def download_lock(
 def _prepare_verifier(policy: SignaturePolicy) -> None:
     import threading
 
-    from kernel_deps.lock.bundles import prepare
+    from kernel_deps.trust.bundles import prepare
 
     threading.Thread(target=prepare, args=(policy.trusted_root,), name="kernel-deps-sigstore", daemon=True).start()
 

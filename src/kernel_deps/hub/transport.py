@@ -36,7 +36,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Callable, TypeVar
 
 from kernel_deps.hub.environment import import_huggingface_hub
@@ -60,6 +59,7 @@ from kernel_deps.core.errors import (
     UsageError,
 )
 from kernel_deps.core.redaction import ENDPOINT_ENV, redact, shown_url, url_secrets
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import (
     BUDGET_ENV,
     OFFLINE_ENV,
@@ -83,16 +83,19 @@ MIN_ATTEMPT_TIMEOUT = 0.05
 REFUSED_RETRIES = 2
 
 
-@dataclass(frozen=True, slots=True)
-class RequestSubject:
+class RequestSubject(Record):
     """What a Hub request is about, for its error messages: a repo, a revision, a file.
 
     (Not a deployment target: that is :class:`kernel_deps.core.targets.Target`.)
     """
 
+    __slots__ = ("repo_id", "revision", "what")
     repo_id: str
-    revision: str | None = None
-    what: str | None = None
+    revision: str | None
+    what: str | None
+
+    def __init__(self, repo_id: str, revision: str | None = None, what: str | None = None) -> None:
+        self._init(repo_id, revision, what)
 
     @property
     def label(self) -> str:

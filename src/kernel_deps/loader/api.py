@@ -38,7 +38,7 @@ from kernel_deps.core.errors import (
     LockPolicyError,
     UsageError,
 )
-from kernel_deps.core.signers import Identity, SignaturePolicy
+from kernel_deps.trust.signers import Identity, SignaturePolicy
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.variants import select_variant
 from kernel_deps.loader.finding import (  # packages_to_distributions: its cache is cleared after an install in-process

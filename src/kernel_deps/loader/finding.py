@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kernel_deps.core.errors import LockNotFoundError
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
-from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.lock.model import Lockfile
 from kernel_deps.lock.read import parse_lock, read_lock
 

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core.errors import KernelCacheReadError
-from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.lock.model import LockedKernel
 
 if TYPE_CHECKING:
     from kernel_deps.loader.finding import LockSource
-    from kernel_deps.lock.signatures import PolicyPlace
+    from kernel_deps.trust.signatures import PolicyPlace
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +27,7 @@ class Judge:
         """``get_kernel``'s ``signature_policy``; else, for a build the lock records a signer for,
         the policy of the project whose lock it is (its pyproject.toml beside the lock), or the
         default policy (Sigstore's public-good root) for a lock with none beside it."""
-        from kernel_deps.lock.signatures import CALLER_POLICY, NO_PROJECT_POLICY, PROJECT_POLICY
+        from kernel_deps.trust.signatures import CALLER_POLICY, NO_PROJECT_POLICY, PROJECT_POLICY
 
         if policy is not None:
             return Judge(policy, CALLER_POLICY)
@@ -38,7 +38,7 @@ class Judge:
     def refuse(self, kernel: LockedKernel, variant: str, check: cache.VariantCheck) -> None:
         """The build's metadata.json digest against every file of ``check`` and, when the lock
         records its signer, its bundle verified offline to exactly that signer; else the error."""
-        from kernel_deps.lock.signatures import check_cached_variant, refusal
+        from kernel_deps.trust.signatures import check_cached_variant, refusal
 
         try:
             refused = check_cached_variant(kernel, variant, check.path, check.files, self.policy)

@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kernel_deps.core.errors import DigestMismatchError, SignatureError, UsageError
-from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.lock.model import Lockfile
 
 if TYPE_CHECKING:
     from kernel_deps.core.spec import KernelRequirement
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
 
 def resolve_unlocked(
@@ -72,7 +72,7 @@ def resolve_unlocked(
     except (SignatureError, DigestMismatchError) as exc:
         if not exc.refused:
             raise
-        from kernel_deps.lock.signatures import CALLER_POLICY, refusal
+        from kernel_deps.trust.signatures import CALLER_POLICY, refusal
 
         raise refusal(exc.refused, outcome=f"{function}({repo_id!r}) refused", place=CALLER_POLICY) from None
     return lock, requirement
@@ -82,7 +82,7 @@ def _check_trusted_root(policy: SignaturePolicy, call: str) -> None:
     """UsageError naming the call when the trusted root its ``signature_policy`` names cannot be used."""
     if policy.trusted_root is None:
         return
-    from kernel_deps.lock.bundles import TrustedRootError, check_trusted_root
+    from kernel_deps.trust.bundles import TrustedRootError, check_trusted_root
 
     try:
         check_trusted_root(policy.trusted_root)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import PYPROJECT_NAME
-from kernel_deps.core.signers import SignaturePolicy, describe_signer
+from kernel_deps.trust.signers import SignaturePolicy, describe_signer
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target, missing_targets
 from kernel_deps.core.versions import locked_ref, parse_version_ref, satisfies

@@ -1,127 +1,46 @@
-"""The ``kernels.lock`` model and its strict parse; writing the file.
+"""The ``kernels.lock`` model: the whole lock, its strict parse, and writing the file.
 
-The format (docs/locking.md) is a JSON list sorted by ``repo_id``. Each rule of the format
-is checked in one place:
-
-- the records (:class:`VariantLock`, :class:`LockedKernel`, :class:`Lockfile`) own every rule
-  about values: commit and hash formats, repo ids, variant names, non-empty text, no
-  repeated or dangling dependency, one entry per kernel. They check when built, from a
-  file or in code, and raise a :class:`FieldError` (a ``ValueError``) naming the key.
-- the parse owns what only JSON can get wrong: an entry that is not an object, unknown
-  or missing keys, ``null`` for an absent key, duplicate keys, the text itself. One getter
-  per field reads it and prefixes the path of every error it sees
-  (``'[1].variants.x.hash'``), and :meth:`Lockfile.from_json` turns each into one
-  :class:`LockfileError` line naming the file, the entry and the key.
+The format (docs/locking.md) is a JSON list sorted by ``repo_id``; each entry is a
+:class:`kernel_deps.lock.entries.LockedKernel`, which owns the rules about its values.
+:class:`Lockfile` owns the rules between entries: one entry per kernel, no dangling
+dependency, a redirect that is not a kernel's own entry too. The parse owns what only JSON
+can get wrong (an entry that is not an object, unknown or missing keys, ``null`` for an
+absent key, duplicate keys, the text itself): every error gets the path of its key
+(``'[1].variants.x.hash'``), and :meth:`Lockfile.from_json` turns each into one
+:class:`LockfileError` line naming the file, the entry and the key.
 
 A file is read (in whichever format) by :mod:`kernel_deps.lock.read`, and other tools'
 entries by :mod:`kernel_deps.lock.formats`, through the helpers below; files are written
-through :mod:`kernel_deps.core.atomicfile`. This module imports
-``errors``, ``hashing``, ``spec`` (the repo id rule), ``variants`` (the longest variant
-name) and ``atomicfile``, nothing heavier.
+through :mod:`kernel_deps.core.atomicfile`. The entries' records are importable from here too.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import reprlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kernel_deps.core import atomicfile, jsondoc
-from kernel_deps.core.errors import InvalidRepoIdError, LockfileError
-from kernel_deps.core.hashing import HASH_TYPE
-from kernel_deps.core.records import Record, replaceable
+from kernel_deps.core.errors import LockfileError
+from kernel_deps.core.fields import FieldError, brief
+from kernel_deps.core.records import FrozenMap, Record, replaceable
 from kernel_deps.core.settings import LOCK_NAME
-from kernel_deps.core.spec import (
-    MAX_MAJOR_DIGITS,
-    InvalidEntry,
-    KernelRequirement,
-    requirement_from_value,
-    show_value,
-    validate_repo_id,
+from kernel_deps.lock.entries import (
+    COMMIT_SHA,
+    LockedKernel,
+    LockedPin,
+    VariantLock,
+    VariantSigner,
+    repo_id_problem,
+    requirement_from_text,
 )
-from kernel_deps.core.variants import MAX_NAME_LENGTH as MAX_VARIANT_NAME_LENGTH
 
 __all__ = [
-    "LockedKernel", "Lockfile", "VariantLock", "VariantSigner", "lock_path", "requirement_from_text", "write_lockfile",
+    "COMMIT_SHA", "LockedKernel", "LockedPin", "Lockfile", "VariantLock", "VariantSigner", "lock_path",
+    "repo_id_problem", "requirement_from_text", "write_lockfile",
 ]  # fmt: skip
 
-COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
-_HASH = re.compile(r"sha256-[0-9a-f]{64}")
-_VARIANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-_ENTRY_KEYS = (
-    "repo_id", "sha", "variants", "version", "requirement", "dependencies", "kernel_depends", "redirected_from",
-    "trusted_by", "signatures",
-)  # fmt: skip
-# Why a kernel's publisher is trusted: the Hub's flag, or the [tool.kernels.trust] entry allowing it.
-TRUSTED_BY_HUB = "hub"
-TRUSTED_BY_PROJECT = "pyproject:"
-_REQUIRED_KEYS = ("repo_id", "sha", "variants", "dependencies")
-_VARIANT_KEYS = ("hash", "hash_type")
-_SIGNER_KEYS = ("issuer", "identity", "repository", "workflow", "ref", "metadata_sha256")
-_SIGNER_REQUIRED = ("issuer", "identity", "metadata_sha256")
 _FIX = "fix the entry or rerun 'kernels lock'"
-# Compiled (by re's cache) on first use: a signer's metadata hash, a kernel_depends text.
-_SHA256_HEX = r"[0-9a-f]{64}"
-_MAJOR_TEXT = rf"[0-9]{{1,{MAX_MAJOR_DIGITS}}}"
-_REQUIREMENT_TEXT = "expected a requirement as kernel-depends states it: a PEP 440 range, a major like 1, or revision=REV"
-
-
-class _Brief(reprlib.Repr):
-    """Quotes bad values briefly, whatever their size or depth; JSON's null, true and false as written."""
-
-    def repr1(self, x: Any, level: int) -> str:
-        if x is None or isinstance(x, bool):
-            return json.dumps(x)
-        return super().repr1(x, level)
-
-
-_show = _Brief()
-_show.maxstring = _show.maxother = 80
-_show.maxlist = _show.maxdict = 4
-_show.maxlevel = 2
-
-
-class _FrozenMap(Mapping[str, Any]):
-    """A read-only, hashable, picklable mapping (``MappingProxyType`` is neither)."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, items: Iterable[tuple[str, Any]]) -> None:
-        self._data = dict(items)
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self._data.items()))
-
-    def __repr__(self) -> str:
-        return repr(self._data)
-
-
-_NO_SIGNERS: Mapping[str, VariantSigner] = _FrozenMap(())
-
-
-class FieldError(ValueError):
-    """A value breaks a rule; ``key`` is its path inside the record (``.variants.x.hash``)."""
-
-    def __init__(self, key: str, detail: str, expected: str, *, where: str | None = None) -> None:
-        self.key, self.detail, self.expected = key, detail, expected
-        self.where = where or (f"'{key.lstrip('.')}'" if key else "the record")
-        super().__init__(f"{detail} in {self.where}; {expected}")
-
-    def within(self, prefix: str) -> FieldError:
-        """The same error, its path below ``prefix`` (``[1]``, ``.variants.x``)."""
-        return FieldError(prefix + self.key, self.detail, self.expected)
 
 
 class MissingEntryError(ValueError):
@@ -144,278 +63,6 @@ class RedirectClashError(FieldError):
         self.entry, self.repo_id, self.source = entry, repo_id, source
         detail = f"{source!r} has an entry of its own and also redirects to {repo_id!r}"
         super().__init__(f"[{entry}].redirected_from[{position}]", detail, "expected one or the other")
-
-
-def invalid(key: str, what: str, value: object, expected: str) -> FieldError:
-    """``invalid <what> <value, briefly> in '<key>'; <expected>``."""
-    return FieldError(key, f"invalid {what} {_show.repr(value)}", expected)
-
-
-def step(name: str) -> str:
-    """One step of a dotted path: ``.name``, or ``['odd name']`` quoted when not plain."""
-    return f".{name}" if _VARIANT.fullmatch(name) and len(name) <= 80 else f"[{_show.repr(name)}]"
-
-
-def repo_id_problem(value: object) -> str | None:
-    """Why ``value`` is not a repo id (validate_repo_id's reason, minus its prefix), or None."""
-    if not isinstance(value, str):  # never repr() an arbitrary JSON value in full
-        return "expected a string 'org/name'"
-    try:
-        validate_repo_id(value)
-    except InvalidRepoIdError as exc:
-        return exc.message.removeprefix(f"invalid kernel repo id {show_value(value)}: ")
-    return None
-
-
-def requirement_from_text(repo_id: str, text: str) -> KernelRequirement:
-    """The requirement on ``repo_id`` that a lock records as ``text`` (a requirement's
-    ``text``: a PEP 440 range, a major ``1``, or ``revision=<rev>``); ValueError saying
-    why when ``text`` is none of these."""
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("expected a non-empty string")
-    if text.startswith("revision="):
-        value: object = {"revision": text.removeprefix("revision=")}
-    else:
-        value = int(text) if re.fullmatch(_MAJOR_TEXT, text) else text
-    try:
-        return requirement_from_value(repo_id, value)
-    except InvalidEntry as exc:
-        raise ValueError(exc.problem) from None
-
-
-# -- the records: each owns the rules about its values ------------------------------------
-
-
-class VariantLock(Record):
-    """The locked content hash of one build variant."""
-
-    __slots__ = ("hash", "hash_type")
-    hash: str
-    hash_type: str
-
-    def __init__(self, *, hash: str, hash_type: str = HASH_TYPE) -> None:
-        self._init(hash, hash_type)
-        if not isinstance(self.hash, str) or not _HASH.fullmatch(self.hash):
-            raise invalid(".hash", "variant hash", self.hash, "expected 'sha256-' and 64 lowercase hex characters")
-        if self.hash_type != HASH_TYPE:
-            raise invalid(".hash_type", "hash type", self.hash_type, f"expected {HASH_TYPE!r}")
-
-    @classmethod
-    def from_dict(cls, raw: Any) -> VariantLock:
-        """Build from a lock's JSON object; FieldError naming the bad key."""
-        obj = check_object(raw, "", _VARIANT_KEYS, _VARIANT_KEYS)
-        return cls(hash=obj["hash"], hash_type=obj["hash_type"])
-
-
-class VariantSigner(Record):
-    """Who signed a variant's ``metadata.json`` (its Sigstore certificate, verified when locked)
-    and the SHA-256 of the bytes signed. ``repository``, ``workflow`` and ``ref`` are None for a
-    certificate that names no GitHub workflow."""
-
-    __slots__ = ("issuer", "identity", "repository", "workflow", "ref", "metadata_sha256")
-    issuer: str  # the OIDC issuer
-    identity: str  # the certificate's identity (its SAN URI)
-    repository: str | None  # org/name of its Source Repository URI
-    workflow: str | None  # the workflow path of its Build Signer URI
-    ref: str | None  # the git ref of its Build Signer URI
-    metadata_sha256: str
-
-    def __init__(self, *, issuer: str, identity: str, repository: str | None = None, workflow: str | None = None,
-                 ref: str | None = None, metadata_sha256: str = "") -> None:  # fmt: skip
-        self._init(issuer, identity, repository, workflow, ref, metadata_sha256)
-        for key in ("issuer", "identity", "repository", "workflow", "ref"):
-            value = getattr(self, key)
-            if value is None and key not in _SIGNER_REQUIRED:
-                continue
-            if not isinstance(value, str) or not value or len(value) > 1000:
-                raise invalid(f".{key}", key, value, "expected a non-empty string")
-        if not isinstance(self.metadata_sha256, str) or not re.fullmatch(_SHA256_HEX, self.metadata_sha256):
-            expected = "expected 64 lowercase hex characters"
-            raise invalid(".metadata_sha256", "metadata_sha256", self.metadata_sha256, expected)
-
-    @classmethod
-    def from_dict(cls, raw: Any) -> VariantSigner:
-        """Build from a lock's JSON object; FieldError naming the bad key."""
-        obj = check_object(raw, "", _SIGNER_KEYS, _SIGNER_REQUIRED)
-        return cls(
-            issuer=obj["issuer"], identity=obj["identity"], repository=_get_optional(obj, "repository"),
-            workflow=_get_optional(obj, "workflow"), ref=_get_optional(obj, "ref"),
-            metadata_sha256=obj["metadata_sha256"],
-        )  # fmt: skip
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {"issuer": self.issuer, "identity": self.identity}
-        data |= {key: getattr(self, key) for key in ("repository", "workflow", "ref") if getattr(self, key) is not None}
-        return data | {"metadata_sha256": self.metadata_sha256}
-
-
-@replaceable  # locking copies entries with dataclasses.replace (trust, signers)
-class LockedKernel(Record):
-    """One locked kernel: its commit, variant hashes, resolved version, spec and dependencies."""
-
-    __slots__ = (
-        "repo_id", "sha", "variants", "version", "requirement", "dependencies", "kernel_depends", "redirected_from",
-        "trusted_by", "signatures",
-    )  # fmt: skip
-    repo_id: str
-    sha: str
-    variants: Mapping[str, VariantLock]
-    version: str | None
-    requirement: str | None
-    dependencies: tuple[str, ...]
-    # What this kernel requires of each of its dependencies (dependency repo id -> the
-    # requirement texts its variants' kernel-depends state, the union over variants), so a
-    # lock is checked against them offline. None: not recorded (a lock written before
-    # kernel-deps recorded them); a kernel without dependencies records nothing, {}.
-    kernel_depends: Mapping[str, tuple[str, ...]] | None
-    # Repo ids pyproject.toml names that redirect here (their kernel-status.toml): this
-    # entry is the lock's answer for them too.
-    redirected_from: tuple[str, ...]
-    # Why its publisher is trusted: "hub" (the Hub's trustedKernelPublisher flag for its
-    # organization) or "pyproject:<entry>" (the [tool.kernels.trust] publishers entry, its
-    # organization or its repo id, that allowed it). None: not recorded (an older lock).
-    trusted_by: str | None
-    # Variant name -> who signed its metadata.json, for each variant that is signed (kept
-    # beside ``variants``, which the Hugging Face library up to 0.16 reads strictly).
-    signatures: Mapping[str, VariantSigner]
-
-    def __init__(
-        self, *, repo_id: str, sha: str, variants: Mapping[str, VariantLock], version: str | None = None,
-        requirement: str | None = None, dependencies: tuple[str, ...] = (),
-        kernel_depends: Mapping[str, tuple[str, ...]] | None = None, redirected_from: tuple[str, ...] = (),
-        trusted_by: str | None = None, signatures: Mapping[str, VariantSigner] = _NO_SIGNERS,
-    ) -> None:  # fmt: skip
-        self._init(repo_id, sha, variants, version, requirement, dependencies, kernel_depends, redirected_from,
-                   trusted_by, signatures)  # fmt: skip
-        self.__post_init__()  # each value checked, and normalized in place
-
-    def __post_init__(self) -> None:
-        if reason := repo_id_problem(self.repo_id):
-            raise invalid(".repo_id", "repo id", self.repo_id, reason)
-        if not isinstance(self.sha, str) or not COMMIT_SHA.fullmatch(self.sha):
-            raise invalid(".sha", "commit", self.sha, "expected 40 lowercase hex characters (a full commit SHA)")
-        if not isinstance(self.variants, Mapping):
-            raise invalid(".variants", "variants", self.variants, "expected an object of variant name -> hash")
-        for name, lock in self.variants.items():
-            if not isinstance(name, str) or not _VARIANT.fullmatch(name) or len(name) > MAX_VARIANT_NAME_LENGTH:
-                raise invalid(f".variants{step(name)}", "variant name", name,
-                              f"expected a build variant folder name of at most {MAX_VARIANT_NAME_LENGTH} characters")
-            if not isinstance(lock, VariantLock):
-                raise invalid(f".variants{step(name)}", "variant lock", lock, "expected a VariantLock")
-        for key in ("version", "requirement"):
-            value = getattr(self, key)
-            if value is not None and not isinstance(value, str):
-                raise invalid(f".{key}", key, value, "expected a string, or no key at all")
-            if value is not None and not value.strip():
-                raise invalid(f".{key}", key, value, "expected a non-empty string, or no key at all")
-        if not isinstance(self.dependencies, (list, tuple, set, frozenset)):
-            raise invalid(".dependencies", "dependencies", self.dependencies, "expected a list of repo ids")
-        dependencies = tuple(self.dependencies)
-        for index, dep in enumerate(dependencies):
-            key = f".dependencies[{index}]"
-            if reason := repo_id_problem(dep):
-                raise invalid(key, "repo id", dep, reason)
-            if dep == self.repo_id or dep in dependencies[:index]:
-                raise invalid(key, "dependency", dep, "expected each other kernel once, not the kernel itself")
-        object.__setattr__(self, "variants", _FrozenMap(sorted(self.variants.items())))
-        object.__setattr__(self, "dependencies", tuple(sorted(dependencies)))
-        object.__setattr__(self, "kernel_depends", _checked_kernel_depends(self.kernel_depends, dependencies))
-        if not isinstance(self.redirected_from, (list, tuple)):
-            raise invalid(".redirected_from", "redirected_from", self.redirected_from, "expected a list of repo ids")
-        sources = tuple(self.redirected_from)
-        for index, source in enumerate(sources):
-            if reason := repo_id_problem(source):
-                raise invalid(f".redirected_from[{index}]", "repo id", source, reason)
-            if source == self.repo_id or source in sources[:index]:
-                raise invalid(f".redirected_from[{index}]", "repo id", source, "expected each other repo id once")
-        object.__setattr__(self, "redirected_from", tuple(sorted(sources)))
-        if self.trusted_by is not None and self.trusted_by not in (
-            TRUSTED_BY_HUB, TRUSTED_BY_PROJECT + self.repo_id, TRUSTED_BY_PROJECT + self.repo_id.partition("/")[0]
-        ):  # fmt: skip
-            expected = f'expected "{TRUSTED_BY_HUB}", or "{TRUSTED_BY_PROJECT}" and its organization or its repo id'
-            raise invalid(".trusted_by", "trusted_by", self.trusted_by, expected)
-        if not isinstance(self.signatures, Mapping):
-            raise invalid(".signatures", "signatures", self.signatures, "expected an object of variant name -> signer")
-        for name, signer in self.signatures.items():
-            if name not in self.variants:
-                raise invalid(f".signatures{step(name)}", "variant", name, "expected a variant of this entry")
-            if not isinstance(signer, VariantSigner):
-                raise invalid(f".signatures{step(name)}", "signer", signer, "expected a VariantSigner")
-        object.__setattr__(self, "signatures", _FrozenMap(sorted(self.signatures.items())))
-
-    @property
-    def trusted_as(self) -> str | None:
-        """The [tool.kernels.trust] publishers entry the lock relied on, or None (the Hub, or not recorded)."""
-        if self.trusted_by is None or not self.trusted_by.startswith(TRUSTED_BY_PROJECT):
-            return None
-        return self.trusted_by[len(TRUSTED_BY_PROJECT):]
-
-    @classmethod
-    def from_dict(cls, raw: Any) -> LockedKernel:
-        """Build from a lock entry's JSON object; FieldError naming the bad key."""
-        entry = check_object(raw, "", _ENTRY_KEYS, _REQUIRED_KEYS)
-        return cls(
-            repo_id=entry["repo_id"],
-            sha=entry["sha"],
-            variants=_get_variants(entry),
-            version=_get_optional(entry, "version"),
-            requirement=_get_optional(entry, "requirement"),
-            dependencies=entry["dependencies"],
-            kernel_depends=_get_optional(entry, "kernel_depends", "an object of dependency repo id -> requirements"),
-            redirected_from=entry.get("redirected_from", ()),
-            trusted_by=_get_optional(entry, "trusted_by"),
-            signatures=_get_signatures(entry),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The entry's JSON object, keys in the lock's order."""
-        entry: dict[str, Any] = {"repo_id": self.repo_id, "sha": self.sha}
-        entry["variants"] = {name: {"hash": v.hash, "hash_type": v.hash_type} for name, v in self.variants.items()}
-        if self.version is not None:
-            entry["version"] = self.version
-        if self.requirement is not None:
-            entry["requirement"] = self.requirement
-        entry["dependencies"] = list(self.dependencies)
-        if self.kernel_depends:
-            entry["kernel_depends"] = {dep: list(texts) for dep, texts in self.kernel_depends.items()}
-        if self.redirected_from:
-            entry["redirected_from"] = list(self.redirected_from)
-        if self.trusted_by is not None:
-            entry["trusted_by"] = self.trusted_by
-        if self.signatures:
-            entry["signatures"] = {name: signer.to_dict() for name, signer in self.signatures.items()}
-        return entry
-
-
-def _checked_kernel_depends(asks: Any, dependencies: tuple[str, ...]) -> Mapping[str, tuple[str, ...]] | None:
-    """``asks`` (an entry's ``kernel_depends``) sorted and frozen, once it names each of
-    ``dependencies`` exactly, each with distinct requirement texts; FieldError otherwise."""
-    if asks is None:
-        return _FrozenMap(()) if not dependencies else None
-    expected = "expected an object of dependency repo id -> list of requirements, one key per dependency"
-    if not isinstance(asks, Mapping):
-        raise invalid(".kernel_depends", "kernel_depends", asks, expected)
-    checked: dict[str, tuple[str, ...]] = {}
-    for dep, texts in asks.items():
-        if not isinstance(dep, str):
-            raise invalid(".kernel_depends", "kernel_depends", asks, expected)
-        key = f".kernel_depends{step(dep)}"
-        if dep not in dependencies:
-            raise FieldError(key, f"requirement on {_show.repr(dep)}, which is not in dependencies", expected)
-        if not isinstance(texts, (list, tuple)) or not texts:
-            raise invalid(key, "requirements", texts, "expected a non-empty list of requirements")
-        for index, text in enumerate(texts):
-            try:
-                requirement_from_text(dep, text)
-            except ValueError:
-                raise invalid(f"{key}[{index}]", "requirement", text, _REQUIREMENT_TEXT) from None
-            if text in texts[:index]:
-                raise invalid(f"{key}[{index}]", "requirement", text, "expected each requirement once")
-        checked[dep] = tuple(sorted(texts))
-    for dep in dependencies:
-        if dep not in checked:
-            raise FieldError(".kernel_depends", f"no requirement on the dependency {dep!r}", expected)
-    return _FrozenMap(sorted(checked.items()))
 
 
 @replaceable  # a dataclass as before, of one field
@@ -449,7 +96,7 @@ class Lockfile(Record):
         kernels = tuple(sorted(kernels, key=lambda k: k.repo_id))
         # A repo that redirects is found under its own id too, as the entry of its destination.
         aliases = [(source, k) for k in kernels for source in k.redirected_from]
-        self._init(kernels, _FrozenMap([*((k.repo_id, k) for k in kernels), *aliases]))
+        self._init(kernels, FrozenMap([*((k.repo_id, k) for k in kernels), *aliases]))
 
     def _values(self) -> tuple[Any, ...]:
         return (self.kernels,)
@@ -469,8 +116,8 @@ class Lockfile(Record):
         """The entry for ``repo_id`` (the destination's, for a repo that redirects), or None when it is not locked."""
         return self._index.get(repo_id)
 
-    def to_json(self) -> str:
-        """The lock as written to disk: sorted, 2-space indent, trailing newline."""
+    def to_text(self) -> str:
+        """The lock as written to disk, JSON text: sorted, 2-space indent, trailing newline."""
         return json.dumps([k.to_dict() for k in self.kernels], indent=2) + "\n"
 
     @classmethod
@@ -489,7 +136,7 @@ def lock_path(project_dir: Path) -> Path:
 
 def write_lockfile(path: Path, lock: Lockfile) -> bool:
     """Atomically write ``lock`` to ``path``; False (and nothing written) when unchanged."""
-    return atomicfile.write_text_if_changed(Path(path), lock.to_json())
+    return atomicfile.write_text_if_changed(Path(path), lock.to_text())
 
 
 # -- the parse: JSON's own rules, and where in the file each problem is ------------------------
@@ -503,7 +150,7 @@ def load_entries(text: str, source: str) -> list[Any]:
     except jsondoc.JSONDocumentError as exc:
         raise LockfileError(f"{source}: {exc}; {hint}") from None
     if not isinstance(data, list):
-        raise LockfileError(f"{source}: invalid top level {_show.repr(data)}; expected a JSON list of entries; {hint}")
+        raise LockfileError(f"{source}: invalid top level {brief.repr(data)}; expected a JSON list of entries; {hint}")
     return data
 
 
@@ -529,49 +176,3 @@ def parse_entries(data: list[Any], source: str) -> Lockfile:
         raise LockfileError(f"{source}: {clash}; {_FIX}") from None
     except FieldError as exc:
         raise LockfileError(f"{source}: {exc}; {_FIX}") from None
-
-
-def check_object(obj: Any, key: str, allowed: Sequence[str], required: Sequence[str]) -> dict[str, Any]:
-    """``obj`` if it is a JSON object with only ``allowed`` keys and all ``required`` ones."""
-    if not isinstance(obj, dict):
-        raise invalid(key, "value", obj, f"expected an object with {', '.join(allowed)}")
-    for name in obj:
-        if name not in allowed:
-            expected = f"expected only {', '.join(allowed)}"
-            raise FieldError(f"{key}{step(name)}", f"unknown key {_show.repr(name)}", expected)
-    for name in required:
-        if name not in obj:
-            raise FieldError(key, f"missing key {name!r}", f"expected {', '.join(required)}")
-    return obj
-
-
-def _get_optional(entry: dict[str, Any], key: str, kind: str = "a string") -> Any:
-    """``entry[key]``, None when absent; JSON ``null`` is refused (absent is written by leaving it out)."""
-    if key in entry and entry[key] is None:
-        raise invalid(f".{key}", key, None, f"expected {kind}, or no key at all")
-    return entry.get(key)
-
-
-def _get_variants(entry: dict[str, Any]) -> Any:
-    """``entry["variants"]`` with each JSON object made a VariantLock, errors under ``.variants.<name>``."""
-    return _per_variant(entry["variants"], "variants", VariantLock.from_dict)
-
-
-def _get_signatures(entry: dict[str, Any]) -> Any:
-    """``entry["signatures"]`` with each JSON object made a VariantSigner, errors under ``.signatures.<name>``."""
-    raw = _get_optional(entry, "signatures", "an object of variant name -> signer")
-    return {} if raw is None else _per_variant(raw, "signatures", VariantSigner.from_dict)
-
-
-def _per_variant(raw: Any, key: str, parse: Callable[[Any], Any]) -> Any:
-    """Each value of the object ``raw`` parsed, an error named under ``.<key>.<variant>``; a
-    non-object as it is, for LockedKernel to refuse naming the key."""
-    if not isinstance(raw, dict):
-        return raw
-    parsed: dict[str, Any] = {}
-    for name, value in raw.items():
-        try:
-            parsed[name] = parse(value)
-        except FieldError as exc:
-            raise exc.within(f".{key}{step(name)}") from None
-    return parsed

@@ -42,11 +42,12 @@ from typing import Any, Literal, overload
 from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
 from kernel_deps.core.errors import LockfileError
 from kernel_deps.core.records import Record
+from kernel_deps.lock.entries import LockedPin
 from kernel_deps.lock.model import Lockfile, load_entries, parse_entries
 from kernel_deps.project.edit import refuse_pending_edit
 
 __all__ = [
-    "FORMATS", "PURPOSES", "WRITTEN_BY", "LockFormat", "LockRead", "LockedPin", "Purpose", "lock_format", "parse_lock",
+    "FORMATS", "PURPOSES", "WRITTEN_BY", "LockFormat", "LockRead", "Purpose", "lock_format", "parse_lock",
     "read_lock",
 ]  # fmt: skip
 
@@ -61,17 +62,6 @@ WRITTEN_BY: Mapping[LockFormat, str | None] = {
     "kernels-0.16": "Hugging Face kernels <= 0.16",
     "kernels-0.17": "Hugging Face kernels 0.17",
 }
-
-
-class LockedPin(Record):
-    """A kernel's commit in a lock, and the tag or branch name it was locked under (None: not recorded)."""
-
-    __slots__ = ("commit", "version")
-    commit: str
-    version: str | None
-
-    def __init__(self, *, commit: str, version: str | None = None) -> None:
-        self._init(commit, version)
 
 
 class LockRead(Record):
@@ -154,7 +144,7 @@ def parse_lock(text: str, *, source: str, purpose: Purpose) -> LockRead:
         lock = from_kernels016(data, source)
     else:
         lock = parse_entries(data, source)
-    pins = {k.repo_id: LockedPin(commit=k.sha, version=k.version) for k in lock.kernels}
+    pins = {k.repo_id: LockedPin.of(k) for k in lock.kernels}
     return LockRead(source=source, format=found, lock=lock, pins=MappingProxyType(pins), text=text)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
 from kernel_deps.core.errors import InvalidRepoIdError, PyprojectError
 from kernel_deps.core.settings import PYPROJECT_NAME
-from kernel_deps.core.signers import GITHUB_ISSUER, Identity, SignaturePolicy
+from kernel_deps.trust.signers import GITHUB_ISSUER, Identity, SignaturePolicy
 from kernel_deps.core.spec import (
     TABLE,
     InvalidEntry,

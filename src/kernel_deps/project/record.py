@@ -26,7 +26,7 @@ from kernel_deps.project.pyproject import (
 )
 
 if TYPE_CHECKING:
-    from kernel_deps.core.signers import SignaturePolicy
+    from kernel_deps.trust.signers import SignaturePolicy
     from kernel_deps.core.spec import KernelRequirement
     from kernel_deps.core.targets import Target
 

@@ -20,7 +20,7 @@ from kernel_deps.lock.diff import LockChange, diff_locks
 from kernel_deps.lock.freshness import Problem, check_signatures, check_sync, check_targets, check_trust
 from kernel_deps.lock.model import Lockfile, lock_path, write_lockfile
 from kernel_deps.lock.read import read_lock
-from kernel_deps.lock.trust import judge_publishers, refusal
+from kernel_deps.trust.publishers import judge_publishers, refusal
 from kernel_deps.project.edit import editing
 from kernel_deps.project.record import Project, read_project_record
 from kernel_deps.resolve.notes import LockNote
@@ -29,7 +29,7 @@ from kernel_deps.resolve.session import hub_trusts, resolve_in_memory
 
 if TYPE_CHECKING:  # imported when locking: verify and outdated read locks without the Hub client
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
 
 SCHEMA_VERSION = 3  # of docs/schemas/lock.schema.json; see docs/ci.md
@@ -184,7 +184,7 @@ def lock_while_editing(
 
     lock, notes = resolve_in_memory(hub or HubClient(), requirements, publishers=publishers, judge=judge,
                                     policy=policy, pins=pins, targets=targets, follow_redirects=True)  # fmt: skip
-    new_bytes = lock.to_json().encode()
+    new_bytes = lock.to_text().encode()
     up_to_date = raw == new_bytes
     changes = diff_locks(previous, lock)
     if not up_to_date and not changes:
@@ -199,4 +199,4 @@ def lock_while_editing(
 
 def _holds(previous: Lockfile | None, raw: bytes | None, requirements: Sequence[KernelRequirement]) -> bool:
     """Whether the prior lock is exactly what resolving with its pins would write."""
-    return previous is not None and raw == previous.to_json().encode() and not check_sync(requirements, previous)
+    return previous is not None and raw == previous.to_text().encode() and not check_sync(requirements, previous)

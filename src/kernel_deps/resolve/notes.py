@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from kernel_deps.lock.diff import LockedPin
 
 if TYPE_CHECKING:
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
     from kernel_deps.lock.model import Lockfile
     from kernel_deps.resolve.resolver import Resolution
 

@@ -4,8 +4,9 @@ The provider only adapts: candidates are commits of a repo (with the refs that n
 them), built from the repo's refs listing; whether a commit meets a requirement is
 :func:`kernel_deps.core.versions.satisfies`, the rule ``kernels verify`` applies to the lock.
 
-A locked pin is a candidate of its own, offered first: the locked commit with the ref
-name the lock recorded, whether or not that branch or tag still points at it. So a pin
+A locked pin (:class:`kernel_deps.lock.entries.LockedPin`) is a candidate of its own,
+offered first: the locked commit with the ref name the lock recorded, whether or not that
+branch or tag still points at it. So a pin
 moves only when it no longer satisfies the requirement, or when ``--upgrade`` /
 ``--upgrade-package`` drops it. A conflict is raised as
 :class:`~kernel_deps.core.errors.ResolutionError` carrying resolvelib's causes as records
@@ -21,167 +22,62 @@ version in range serves a target, what the newest ones offer.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
-from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, ResolutionTooDeep
-from resolvelib.resolvers import RequirementInformation
 from resolvelib.resolvers import Resolution as Search
 
-from kernel_deps.core.errors import (
-    ConflictCause,
-    OfferedVersions,
-    ResolutionError,
-    RevisionNotFoundError,
-    SignatureError,
-    UnservedCandidate,
-    UsageError,
-)
+from kernel_deps.core.errors import ResolutionError, RevisionNotFoundError, UsageError
+from kernel_deps.core.records import Record
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target, missing_targets
-from kernel_deps.core.versions import (
-    GitRef,
-    KernelVersion,
-    locked_ref,
-    parse_version_ref,
-    satisfies,
-    versions_from_refs,
-)
+from kernel_deps.core.versions import locked_ref
+from kernel_deps.lock.entries import LockedPin
+from kernel_deps.resolve.candidates import Candidate, candidates_for, is_commit, matches, version_name
+from kernel_deps.resolve.explain import PROJECT, Requester, explain_conflict, explain_unserved_targets, explain_unsigned
 
 if TYPE_CHECKING:  # the index imports the Hub client; reading a lock needs neither
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
-_FULL_SHA_LENGTH = 40
+__all__ = [
+    "PROJECT", "Candidate", "KernelProvider", "LockedPin", "Pin", "Requester", "Resolution", "reject_unknown_upgrades",
+    "resolve", "version_name",
+]  # fmt: skip
+
+# A prior lock's pin is the lock's own pin type; the name Pin is kept for callers.
+Pin = LockedPin
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Requester:
-    """Who asked for the top-level requirements, for messages: its name beside them, and
-    what to change when they cannot be met (or the search runs too long)."""
-
-    name: str
-    relax: str
-    narrow: str
-
-
-PROJECT = Requester(
-    "project",
-    "relax one of these ranges in [tool.kernels.dependencies]",
-    "narrow a version range in [tool.kernels.dependencies] to help; kernels.lock was not changed",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """One commit of a kernel repo and the refs pointing at it."""
-
-    repo_id: str
-    commit: str
-    refs: tuple[GitRef, ...]
-
-    @property
-    def versions(self) -> list[KernelVersion]:
-        """The version refs at this commit, newest first."""
-        found = [v for v in map(parse_version_ref, self.refs) if v is not None]
-        return sorted(found, key=lambda v: v.sort_key, reverse=True)
-
-    @property
-    def label(self) -> str:
-        """How people name this candidate: its newest version tag or branch, else the commit."""
-        tags = [v for v in self.versions if not v.is_branch]
-        best = tags[0] if tags else (self.versions[0] if self.versions else None)
-        return str(best.version) if best else self.commit[:12]
-
-    @property
-    def ref_name(self) -> str:
-        """Its newest version tag (``v1.2.0``), else branch (``v1``), else the short commit."""
-        tags = [v for v in self.versions if not v.is_branch]
-        best = tags[0] if tags else (self.versions[0] if self.versions else None)
-        return best.ref.name if best else self.commit[:12]
-
-
-@dataclass(frozen=True, slots=True)
-class Pin:
-    """A kernel's commit in the prior lock, and the tag or branch name it recorded."""
-
-    commit: str
-    version: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Resolution:
+class Resolution(Record):
     """The pinned candidate of every kernel and what required it."""
 
+    __slots__ = ("pins", "requirements", "dependencies", "held_back", "held_back_unsigned")
     pins: dict[str, Candidate]
     requirements: dict[str, tuple[KernelRequirement, ...]]
     dependencies: dict[str, tuple[str, ...]]
     # Per kernel, the better candidates passed over because they lack a build for a
     # declared target, best first, each with the names of the targets it misses.
-    held_back: dict[str, tuple[tuple[Candidate, tuple[str, ...]], ...]] = field(default_factory=dict)
+    held_back: dict[str, tuple[tuple[Candidate, tuple[str, ...]], ...]]
     # Per kernel, the better candidates passed over (with targets declared) because a build
     # is not signed as the project requires, best first, each with why.
-    held_back_unsigned: dict[str, tuple[tuple[Candidate, str], ...]] = field(default_factory=dict)
+    held_back_unsigned: dict[str, tuple[tuple[Candidate, str], ...]]
 
-
-def _is_commit(revision: str) -> bool:
-    return len(revision) == _FULL_SHA_LENGTH and all(c in "0123456789abcdef" for c in revision)
-
-
-def candidates_for(repo_id: str, refs: Sequence[GitRef]) -> list[Candidate]:
-    """Every commit that a ref of ``repo_id`` points at, best version first."""
-    by_commit: dict[str, list[GitRef]] = {}
-    for ref in refs:
-        by_commit.setdefault(ref.commit, []).append(ref)
-    found = [Candidate(repo_id, commit, tuple(sorted(rs, key=lambda r: (r.kind, r.name)))) for commit, rs in by_commit.items()]
-    return sorted(found, key=_candidate_order, reverse=True)
-
-
-def _candidate_order(candidate: Candidate) -> tuple:
-    versions = candidate.versions
-    if not versions:
-        return (0, Version("0"), candidate.commit)
-    final = [v for v in versions if not v.version.is_prerelease]
-    return (1 if final else 0.5, versions[0].sort_key[0], candidate.commit)
-
-
-def matches(requirement: KernelRequirement, candidate: Candidate) -> bool:
-    """Whether ``candidate`` satisfies ``requirement``, through the refs that name it."""
-    return satisfies(requirement, candidate.commit, candidate.refs)
-
-
-def version_name(
-    candidate: Candidate, requirements: Sequence[KernelRequirement], recorded: str | None = None
-) -> str | None:
-    """The tag or branch the lock records for ``candidate``, given what required it.
-
-    ``recorded``, the name a prior lock gave this commit, is kept while it still
-    satisfies every requirement: a relock that keeps the commit keeps its name too.
-    """
-    ref = locked_ref(recorded, candidate.commit)
-    if ref is not None and all(satisfies(req, candidate.commit, (ref,)) for req in requirements):
-        return recorded
-    for req in requirements:
-        if req.revision is not None and not _is_commit(req.revision):
-            return req.revision
-    majors = {req.major for req in requirements if req.major is not None}
-    if len(majors) == 1 and all(req.major is not None for req in requirements):
-        branch = f"v{majors.pop()}"
-        if any(r.kind == "branch" and r.name == branch for r in candidate.refs):
-            return branch
-    ranges = [req for req in requirements if req.specifier is not None]
-    for version in candidate.versions:
-        if not version.is_branch and all(req.allows(version.version) for req in ranges):
-            return version.ref.name
-    return candidate.versions[0].ref.name if candidate.versions else None
+    def __init__(
+        self, pins: dict[str, Candidate], requirements: dict[str, tuple[KernelRequirement, ...]],
+        dependencies: dict[str, tuple[str, ...]],
+        held_back: dict[str, tuple[tuple[Candidate, tuple[str, ...]], ...]] | None = None,
+        held_back_unsigned: dict[str, tuple[tuple[Candidate, str], ...]] | None = None,
+    ) -> None:  # fmt: skip
+        self._init(pins, requirements, dependencies, {} if held_back is None else held_back,
+                   {} if held_back_unsigned is None else held_back_unsigned)  # fmt: skip
 
 
 class KernelProvider(AbstractProvider):
     """resolvelib adapter: identifiers are repo ids, candidates commits."""
 
     def __init__(
-        self, index: KernelIndex, pins: Mapping[str, Pin], targets: Sequence[Target] = (),
+        self, index: KernelIndex, pins: Mapping[str, LockedPin], targets: Sequence[Target] = (),
         signed: Callable[[str, str], str | None] | None = None,
     ) -> None:  # fmt: skip
         self.index = index
@@ -308,7 +204,7 @@ class KernelProvider(AbstractProvider):
         known = {c.commit for c in found}
         for req in wanted:
             # A full commit SHA that no ref points at is still a candidate.
-            if req.revision is not None and _is_commit(req.revision) and req.revision not in known:
+            if req.revision is not None and is_commit(req.revision) and req.revision not in known:
                 found.append(Candidate(repo_id, req.revision, ()))
                 known.add(req.revision)
         return found
@@ -318,7 +214,7 @@ def resolve(
     requirements: Sequence[KernelRequirement],
     index: KernelIndex,
     *,
-    pins: Mapping[str, Pin] | None = None,
+    pins: Mapping[str, LockedPin] | None = None,
     targets: Sequence[Target] = (),
     max_rounds: int = 2000,
     requester: Requester = PROJECT,
@@ -382,24 +278,6 @@ def _held_back_unsigned(
     return _passed_over(provider, chosen, requirements, provider.refused_before)
 
 
-def explain_unsigned(causes: Sequence[RequirementInformation], provider: KernelProvider) -> SignatureError | None:
-    """The error for a kernel whose every version in range (serving the targets) is refused
-    for its signatures: the newest one's refusal; None when that is not why resolution failed."""
-    if provider.signed is None:
-        return None
-    for repo_id in sorted({info.requirement.repo_id for info in causes}):
-        wanted = [info.requirement for info in causes if info.requirement.repo_id == repo_id]
-        allowed = [c for c in provider.all_candidates(repo_id, wanted) if all(matches(r, c) for r in wanted)]
-        refused = [c for c in allowed if not provider.judged(c) and provider.refused_before(c)]
-        if allowed and refused and all(provider.judged(c) or provider.refused_before(c) for c in allowed):
-            newest = max(refused, key=_candidate_order)
-            return SignatureError(
-                f"kernels.lock not written: no version of {repo_id} in range is signed as the project requires; "
-                f"the newest, {newest.ref_name}: {provider.refused_before(newest)}"
-            )
-    return None
-
-
 def _reached(
     requirements: Sequence[KernelRequirement], mapping: Mapping[str, Candidate], index: KernelIndex
 ) -> tuple[Candidate | None, dict[str, tuple[list[KernelRequirement], set[str]]]]:
@@ -451,71 +329,9 @@ def _passed_over(
     return tuple(passed)
 
 
-def explain_unserved_targets(
-    causes: Sequence[RequirementInformation], provider: KernelProvider
-) -> ResolutionError | None:
-    """The error for a kernel whose versions in range all miss a declared target, with each
-    of those versions as a record (newest first); None when the failure is a plain version
-    conflict."""
-    by_repo: dict[str, list[RequirementInformation]] = {}
-    for info in causes:
-        by_repo.setdefault(info.requirement.repo_id, []).append(info)
-    for repo_id, infos in sorted(by_repo.items()):
-        wanted = [info.requirement for info in infos]
-        allowed = [c for c in provider.all_candidates(repo_id, wanted) if all(matches(r, c) for r in wanted)]
-        if not allowed or any(not provider.missing(c) for c in allowed):
-            continue
-        allowed.sort(key=_candidate_order, reverse=True)  # newest first, a prior pin among them
-        # Judging each one listed its tree (memoised): no new request.
-        trees = [provider.index.tree(repo_id, c.commit) for c in allowed]
-        candidates = [
-            UnservedCandidate(c.ref_name, c.commit, provider.missing(c), tuple(sorted(tree.files)))
-            for c, tree in zip(allowed, trees)
-        ]
-        hint = (
-            "remove the target from [tool.kernels] targets in pyproject.toml, "
-            f"or allow a version of {repo_id} that has a build for it; kernels.lock was not changed"
-        )
-        asked = [conflict_cause(info) for info in infos]
-        return ResolutionError.targets_unserved(repo_id, asked, candidates, hint=hint)
-    return None
-
-
-def conflict_cause(info: RequirementInformation) -> ConflictCause:
-    """resolvelib's ``(requirement, parent)`` as a record."""
-    parent = info.parent
-    return ConflictCause(
-        repo_id=info.requirement.repo_id,
-        requirement=info.requirement.text,
-        shown=info.requirement.describe(),
-        required_by=parent.repo_id if parent is not None else None,
-        required_by_version=parent.label if parent is not None else None,
-    )
-
-
-def explain_conflict(
-    causes: Sequence[RequirementInformation], index: KernelIndex, requester: Requester = PROJECT
-) -> ResolutionError:
-    """The conflict as records: each requirement with who asked for it, and what exists."""
-    offered = []
-    for repo_id in sorted({info.requirement.repo_id for info in causes}):
-        try:
-            refs = index.refs(repo_id).refs
-        except Exception:  # noqa: BLE001 - the conflict is the news; availability is a hint
-            continue
-        versions = versions_from_refs(refs)
-        tags = tuple(v.ref.name for v in versions if not v.is_branch)
-        branches = tuple(v.ref.name for v in versions if v.is_branch)
-        offered.append(OfferedVersions(repo_id, tags, branches))
-    return ResolutionError.conflict(
-        [conflict_cause(info) for info in causes], offered, requester=requester.name, hint=requester.relax
-    )
-
-
 def reject_unknown_upgrades(upgrade_packages: Iterable[str], known: Iterable[str]) -> None:
     """``--upgrade-package`` must name a kernel of the project or its lock."""
     known = set(known)
     for repo_id in upgrade_packages:
         if repo_id not in known:
             raise UsageError(f"--upgrade-package {repo_id}: not a kernel of this project or its lock")
-

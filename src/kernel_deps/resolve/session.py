@@ -2,7 +2,7 @@
 
 The one way ``kernels lock``, ``get_kernel`` and ``kernels to-wheel ORG/NAME@REVISION``
 resolve (:func:`resolve_in_memory`): one time budget, one view of the Hub
-(:class:`kernel_deps.hub.view.KernelIndex`), the resolver's pins
+(:class:`kernel_deps.hub.index.KernelIndex`), the resolver's pins
 (:func:`kernel_deps.resolve.resolver.resolve`), the lock assembled from them
 (:func:`build_lockfile`), publishers judged by the caller, signatures by the policy.
 """
@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from kernel_deps.core.errors import UsageError
 from kernel_deps.core.settings import KERNEL_STATUS_NAME, PYPROJECT_NAME
-from kernel_deps.core.signers import SignaturePolicy
+from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target
 from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock
-from kernel_deps.lock.signatures import candidate_refusal, sign_lock
+from kernel_deps.trust.signatures import candidate_refusal, sign_lock
 from kernel_deps.resolve.notes import LockNote, resolution_notes
 from kernel_deps.resolve.resolver import PROJECT, KernelProvider, Pin, Requester, Resolution, resolve, version_name
 
 if TYPE_CHECKING:  # imported when resolving: verify and outdated read locks without the Hub client
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
 
 def resolve_in_memory(
@@ -50,7 +50,7 @@ def resolve_in_memory(
     redirects (``kernel-status.toml``) is locked at its destination. One time budget for
     all of it. Also returns the notes `kernels lock` prints (redirects followed, kernels
     held back, folders skipped)."""
-    from kernel_deps.hub.view import KernelIndex
+    from kernel_deps.hub.index import KernelIndex
 
     pins = dict(pins or {})
     prepare = _preparer(policy) if policy is not None else None
@@ -85,7 +85,7 @@ def _preparer(policy: SignaturePolicy) -> Callable[[], None]:
     """What the index runs once it meets a signed variant: sigstore imported and the verifier built."""
 
     def prepare() -> None:
-        from kernel_deps.lock.bundles import prepare as prepare_verifier
+        from kernel_deps.trust.bundles import prepare as prepare_verifier
 
         prepare_verifier(policy.trusted_root)
 

@@ -1,24 +1,33 @@
-"""Who may sign a kernel: the signature policy ``[tool.kernels.trust]`` declares, and its judgement.
+"""Who may sign a kernel (the signature policy ``[tool.kernels.trust]`` declares, and its
+judgement) and who signed one (the signer a lock records).
 
 An :class:`Identity` is a GitHub Actions workflow as Fulcio records it in a signing
 certificate: the OIDC issuer, the Source Repository URI (``https://github.com/<repository>``)
 and the Build Signer URI (``https://github.com/<repository>/<workflow>@<ref>``). A
 :class:`SignaturePolicy` holds the project's identities, a kernel's own narrower list, the
-trust root to verify under and whether every variant must be signed. Pure: the signer is
-passed in as the strings its certificate (or the lock) records.
+trust root to verify under and whether every variant must be signed. A
+:class:`VariantSigner` is what a lock records of a verified signature (``signatures``).
+Pure: the signer is passed in as the strings its certificate (or the lock) records.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from kernel_deps.core.errors import UsageError
+from kernel_deps.core.fields import check_object, invalid, optional
 from kernel_deps.core.records import Record
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 GITHUB = "https://github.com/"
+_SIGNER_KEYS = ("issuer", "identity", "repository", "workflow", "ref", "metadata_sha256")
+_SIGNER_REQUIRED = ("issuer", "identity", "metadata_sha256")
+# Compiled (by re's cache) on first use: a signer's metadata hash.
+_SHA256_HEX = r"[0-9a-f]{64}"
 
 
 class Identity(Record):
@@ -52,6 +61,48 @@ class Identity(Record):
 
     def to_json(self) -> dict:
         return {"repository": self.repository, "workflow": self.workflow, "ref": self.ref, "issuer": self.issuer}
+
+
+class VariantSigner(Record):
+    """Who signed a variant's ``metadata.json`` (its Sigstore certificate, verified when locked)
+    and the SHA-256 of the bytes signed. ``repository``, ``workflow`` and ``ref`` are None for a
+    certificate that names no GitHub workflow."""
+
+    __slots__ = ("issuer", "identity", "repository", "workflow", "ref", "metadata_sha256")
+    issuer: str  # the OIDC issuer
+    identity: str  # the certificate's identity (its SAN URI)
+    repository: str | None  # org/name of its Source Repository URI
+    workflow: str | None  # the workflow path of its Build Signer URI
+    ref: str | None  # the git ref of its Build Signer URI
+    metadata_sha256: str
+
+    def __init__(self, *, issuer: str, identity: str, repository: str | None = None, workflow: str | None = None,
+                 ref: str | None = None, metadata_sha256: str = "") -> None:  # fmt: skip
+        self._init(issuer, identity, repository, workflow, ref, metadata_sha256)
+        for key in ("issuer", "identity", "repository", "workflow", "ref"):
+            value = getattr(self, key)
+            if value is None and key not in _SIGNER_REQUIRED:
+                continue
+            if not isinstance(value, str) or not value or len(value) > 1000:
+                raise invalid(f".{key}", key, value, "expected a non-empty string")
+        if not isinstance(self.metadata_sha256, str) or not re.fullmatch(_SHA256_HEX, self.metadata_sha256):
+            expected = "expected 64 lowercase hex characters"
+            raise invalid(".metadata_sha256", "metadata_sha256", self.metadata_sha256, expected)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> VariantSigner:
+        """Build from a lock's JSON object; FieldError naming the bad key."""
+        obj = check_object(raw, "", _SIGNER_KEYS, _SIGNER_REQUIRED)
+        return cls(
+            issuer=obj["issuer"], identity=obj["identity"], repository=optional(obj, "repository"),
+            workflow=optional(obj, "workflow"), ref=optional(obj, "ref"),
+            metadata_sha256=obj["metadata_sha256"],
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {"issuer": self.issuer, "identity": self.identity}
+        data |= {key: getattr(self, key) for key in ("repository", "workflow", "ref") if getattr(self, key) is not None}
+        return data | {"metadata_sha256": self.metadata_sha256}
 
 
 class SignaturePolicy(Record):
@@ -107,7 +158,7 @@ class SignaturePolicy(Record):
 def _identities(value: object, argument: str) -> tuple[Identity, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or \
             not all(isinstance(i, Identity) for i in value):
-        raise UsageError(f"SignaturePolicy({argument}={value!r}): expected a list of kernel_deps.core.signers.Identity")
+        raise UsageError(f"SignaturePolicy({argument}={value!r}): expected a list of kernel_deps.trust.signers.Identity")
     return tuple(value)
 
 

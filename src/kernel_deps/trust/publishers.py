@@ -2,27 +2,39 @@
 and the refusal naming each kernel that neither it nor the Hub trusts.
 
 The Hub's own answer (``trustedKernelPublisher`` of an organization) is asked by the
-caller (:meth:`kernel_deps.hub.view.KernelIndex.publisher`), so this module stays pure.
+caller (:meth:`kernel_deps.hub.index.KernelIndex.publisher`), so this module stays pure; the
+lock is copied (``dataclasses.replace``), so it imports nothing of the lock.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from kernel_deps.core.errors import UntrustedPublisherError
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import PYPROJECT_NAME
 from kernel_deps.core.spec import org_of, publisher_allowance
-from kernel_deps.lock.model import TRUSTED_BY_HUB, TRUSTED_BY_PROJECT, Lockfile
+
+if TYPE_CHECKING:
+    from kernel_deps.lock.model import Lockfile
+
+# Why a kernel's publisher is trusted, as a lock records it (``trusted_by``): the Hub's flag,
+# or the [tool.kernels.trust] entry allowing it.
+TRUSTED_BY_HUB = "hub"
+TRUSTED_BY_PROJECT = "pyproject:"
 
 
-@dataclass(frozen=True, slots=True)
-class Untrusted:
+class Untrusted(Record):
     """A kernel of the lock that neither the project nor the Hub trusts."""
 
+    __slots__ = ("repo_id", "asked_by", "hub_reason")
     repo_id: str
     asked_by: tuple[str, ...]  # "pyproject.toml" and/or the kernels depending on it
     hub_reason: str  # what the Hub said (or that it could not say)
+
+    def __init__(self, repo_id: str, asked_by: tuple[str, ...], hub_reason: str) -> None:
+        self._init(repo_id, asked_by, hub_reason)
 
 
 def judge_publishers(
@@ -46,7 +58,7 @@ def judge_publishers(
         asked += [parent.repo_id for parent in lock.kernels if entry.repo_id in parent.dependencies]
         found.append(Untrusted(entry.repo_id, tuple(asked), reason))
     # With a kernel refused, nothing is written: the lock is returned as it came.
-    return (lock if found else Lockfile(kernels=tuple(entries))), found
+    return (lock if found else replace(lock, kernels=tuple(entries))), found
 
 
 def refusal(untrusted: Sequence[Untrusted]) -> UntrustedPublisherError:

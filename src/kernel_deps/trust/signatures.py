@@ -22,16 +22,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from kernel_deps.core import digests, jsondoc
+from kernel_deps.core import jsondoc
 from kernel_deps.core.errors import DigestMismatchError, SignatureError, UsageError
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import BUILD_DIR, LOCK_NAME, PYPROJECT_NAME
-from kernel_deps.core.signers import SignaturePolicy, describe_signer
-from kernel_deps.lock.model import LockedKernel, Lockfile, VariantSigner
+from kernel_deps.trust import digests
+from kernel_deps.trust.signers import SignaturePolicy, VariantSigner, describe_signer
 
 if TYPE_CHECKING:
-    from kernel_deps.hub.view import KernelIndex
-    from kernel_deps.lock.bundles import CertifiedSigner
+    from kernel_deps.hub.index import KernelIndex
+    from kernel_deps.lock.model import LockedKernel, Lockfile
+    from kernel_deps.trust.bundles import CertifiedSigner
 
 
 class PolicyPlace(Record):
@@ -126,7 +127,7 @@ def variant_signer(
     if metadata is None:
         expected = "the metadata.json its bundle signs"
         return None, VariantRefusal(repo_id, variant, "invalid", expected, "no metadata.json")
-    from kernel_deps.lock.bundles import BundleError, TrustedRootError, verify_bundle
+    from kernel_deps.trust.bundles import BundleError, TrustedRootError, verify_bundle
 
     allowed = (policy.identities, policy.kernel_identities.get(repo_id, ()))
     try:
@@ -154,7 +155,7 @@ def variant_signer(
 
 def _unchecked_signer(metadata: bytes, bundle: bytes, policy: SignaturePolicy) -> CertifiedSigner:
     """Who signed a bundle whose signature is valid but whose signer the policy refused."""
-    from kernel_deps.lock.bundles import verify_bundle
+    from kernel_deps.trust.bundles import verify_bundle
 
     return verify_bundle(metadata, bundle, policy.trusted_root)
 
@@ -226,7 +227,7 @@ def sign_lock(lock: Lockfile, policy: SignaturePolicy, index: KernelIndex) -> Lo
             signers.setdefault(entry.repo_id, {})[variant] = signer
     if refused:
         raise refusal(refused)
-    return Lockfile(kernels=tuple(replace(k, signatures=signers.get(k.repo_id, {})) for k in lock.kernels))
+    return replace(lock, kernels=tuple(replace(k, signatures=signers.get(k.repo_id, {})) for k in lock.kernels))
 
 
 def candidate_refusal(index: KernelIndex, policy: SignaturePolicy, repo_id: str, commit: str) -> str | None:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from kernel_deps.core import jsondoc
 from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
-from kernel_deps.core.signers import Identity, github_facts
+from kernel_deps.core.records import Record
+from kernel_deps.trust.signers import Identity, github_facts
 
 # What sigstore-python ships of Sigstore's public-good instance, read offline: the trusted
 # root its TUF client starts from (sigstore/_store/<tuf url>/trusted_root.json).
@@ -43,15 +43,19 @@ class TrustedRootError(Exception):
     """The trusted root file cannot be read or is not a Sigstore trusted root."""
 
 
-@dataclass(frozen=True, slots=True)
-class CertifiedSigner:
+class CertifiedSigner(Record):
     """The identity a verified signing certificate states."""
 
+    __slots__ = ("issuer", "identity", "repository", "workflow", "ref")
     issuer: str
     identity: str  # the SAN URI (or email)
     repository: str | None
     workflow: str | None
     ref: str | None
+
+    def __init__(self, issuer: str, identity: str, repository: str | None, workflow: str | None,
+                 ref: str | None) -> None:  # fmt: skip
+        self._init(issuer, identity, repository, workflow, ref)
 
 
 def public_good_root() -> Path:

@@ -14,33 +14,31 @@ that answer.
 from __future__ import annotations
 
 import threading
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Callable, Iterable, Sequence, TypeVar
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core import jsondoc
-from kernel_deps.core.digests import BUNDLE_NAME
 from kernel_deps.core.errors import (
     HubError,
     InvalidKernelMetadataError,
-    InvalidRepoIdError,
     PyprojectError,
     RepoNotFoundError,
 )
 from kernel_deps.core.hashing import variant_hash
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import BUILD_DIR, HUB_RESOLVE_WORKERS, KERNEL_STATUS_NAME
 from kernel_deps.core.spec import (
     KernelRequirement,
     org_of,
     parse_kernel_depends,
     publisher_allowance,
-    show_toml,
-    validate_repo_id,
 )
 from kernel_deps.core.variants import is_valid_variant_name
 from kernel_deps.hub.client import MAX_SMALL_FILE_BYTES, CommitListing, HubClient, PublisherTrust, RepoRefs, TreeFile
+from kernel_deps.hub.redirects import MAX_REDIRECTS, Redirect, and_list, parse_kernel_status, redirect_trail
+from kernel_deps.trust.digests import BUNDLE_NAME
 
 T = TypeVar("T")
 
@@ -49,18 +47,16 @@ T = TypeVar("T")
 # in flight, within the 100 connections of huggingface_hub's HTTP client.
 CALLS_PER_PREFETCH = 2
 
-# How many redirects in a row are followed (A -> B -> C is two); the Hugging Face library
-# follows one, and a longer chain than this is refused rather than walked.
-MAX_REDIRECTS = 8
-
-
-@dataclass(frozen=True, slots=True)
-class VariantTree:
+class VariantTree(Record):
     """The files of every variant of a repo at one commit."""
 
+    __slots__ = ("files", "skipped")
     files: dict[str, tuple[TreeFile, ...]]
     # Folders under build/ whose names are not variant names: never locked, listed as skipped.
-    skipped: tuple[str, ...] = ()
+    skipped: tuple[str, ...]
+
+    def __init__(self, files: dict[str, tuple[TreeFile, ...]], skipped: tuple[str, ...] = ()) -> None:
+        self._init(files, skipped)
 
     def variant_hash(self, variant: str) -> str:
         """``git_lfs_concat`` of one variant as the Hub lists it."""
@@ -226,7 +222,7 @@ class KernelIndex:
                 return None
             data = self.hub.read_small_file(repo_id, main, KERNEL_STATUS_NAME)
             found = parse_kernel_status(repo_id, data, f"{repo_id}@{main[:12]}: {KERNEL_STATUS_NAME}")
-            return replace(found, commit=main)
+            return Redirect(found.source, found.destination, found.revision, main)
 
         return self._once(("redirect", repo_id), fetch)
 
@@ -245,15 +241,15 @@ class KernelIndex:
             except RepoNotFoundError as exc:
                 if not hops:
                     raise
-                raise HubError(f"{_redirect_trail(hops)}, which is missing: {exc.message}") from None
+                raise HubError(f"{redirect_trail(hops)}, which is missing: {exc.message}") from None
             if found is None:
                 break
             hops.append(found)
             met = [repo_id, *(hop.destination for hop in hops[:-1])]
             if found.destination in met:
-                owners = _and(met[met.index(found.destination):])  # those in the loop
+                owners = and_list(met[met.index(found.destination):])  # those in the loop
                 raise InvalidKernelMetadataError(
-                    f"{_redirect_trail(hops)}: a loop of redirects; ask the owners of {owners} to fix it"
+                    f"{redirect_trail(hops)}: a loop of redirects; ask the owners of {owners} to fix it"
                 )
             if len(hops) > MAX_REDIRECTS:
                 way = " -> ".join([repo_id, *(hop.destination for hop in hops)])
@@ -375,66 +371,6 @@ class KernelIndex:
         if slot.error is not None:
             raise slot.error
         return slot.value  # type: ignore[return-value]
-
-
-@dataclass(frozen=True, slots=True)
-class Redirect:
-    """A ``kernel-status.toml`` of ``kind = "redirect"``: the repo moved to ``destination``."""
-
-    source: str
-    destination: str
-    revision: str = "main"
-    commit: str = ""  # the main branch's commit the file was read at
-
-
-def describe_redirects(way: Sequence[str]) -> str:
-    """``A redirects to B, which redirects to C (kernel-status.toml on their main branches)``
-    for the repos ``way`` names, from the one asked for to where its redirects lead."""
-    text = f"{way[0]} redirects to {way[1]}" + "".join(f", which redirects to {repo_id}" for repo_id in way[2:])
-    where = "its main branch" if len(way) == 2 else "their main branches"
-    return f"{text} ({KERNEL_STATUS_NAME} on {where})"
-
-
-def _redirect_trail(hops: Sequence[Redirect]) -> str:
-    """Each redirect with the repo, commit and file it comes from, for errors."""
-    return "; ".join(f"{h.source}@{h.commit[:12]}: {KERNEL_STATUS_NAME} redirects to {h.destination}" for h in hops)
-
-
-def _and(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
-def parse_kernel_status(repo_id: str, data: bytes, source: str) -> Redirect:
-    """A repo's ``kernel-status.toml``; InvalidKernelMetadataError naming ``source`` when it is
-    not one the Hugging Face library accepts (``kind = "redirect"``, ``destination``)."""
-    try:
-        parsed = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InvalidKernelMetadataError(f"{source} is not valid TOML ({exc})") from None
-    except ValueError:  # Python reads no integer of more than 4300 digits
-        raise InvalidKernelMetadataError(f"{source} is not valid TOML (an integer of more than 4300 digits)") from None
-    kind = parsed.get("kind")
-    if kind != "redirect":
-        stated = "no kind" if kind is None else f"kind = {show_toml(kind)}"
-        raise InvalidKernelMetadataError(
-            f"{source}: {stated}, a status this version of kernel-deps does not understand (it knows only "
-            f'"redirect", as the Hugging Face library does); upgrade kernel-deps if a newer one knows it, '
-            f"or ask the owners of {repo_id} about the file"
-        )
-    destination, revision = parsed.get("destination"), parsed.get("revision", "main")
-    if destination is None:
-        expected = 'expected destination = "org/name"'
-        raise InvalidKernelMetadataError(f"{source}: a redirect without a destination; {expected}")
-    try:
-        validate_repo_id(destination)  # type: ignore[arg-type]
-    except InvalidRepoIdError:
-        shown = show_toml(destination)
-        raise InvalidKernelMetadataError(f"{source}: destination = {shown} is not a repo id (org/name)") from None
-    if destination == repo_id or not isinstance(revision, str) or not revision:
-        raise InvalidKernelMetadataError(
-            f"{source}: a redirect to {show_toml(destination)} at revision {show_toml(revision)} leads nowhere"
-        )
-    return Redirect(repo_id, destination, revision)
 
 
 def parse_metadata(data: bytes, source: str) -> dict:
