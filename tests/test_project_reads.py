@@ -37,10 +37,14 @@ sys.addaudithook(_hook)  # an audit hook stays for the process: it counts only w
 
 
 def reads(project: Path, *args: str) -> tuple[int, int, object]:
-    """(opens of pyproject.toml for reading, tomllib parses, the result) of ``kernels ARGS``."""
+    """(opens of pyproject.toml for reading, tomllib parses of a project's text, the result) of ``kernels ARGS``.
+
+    Only parses of a text with a ``[tool.kernels`` table count (the file as it is, or as an
+    edit makes it): to-wheel parses the ``pylock.toml`` it writes, to check it, and that
+    is not a read of the project."""
     parses = []
     loads = tomllib.loads
-    tomllib.loads = lambda text, **kw: parses.append(1) or loads(text, **kw)  # the standard library's, counted
+    tomllib.loads = lambda s, **kw: ("[tool.kernels" in s and parses.append(1)) or loads(s, **kw)  # the stdlib's
     _opens.clear()
     _watched[:] = [project / "pyproject.toml"]
     try:

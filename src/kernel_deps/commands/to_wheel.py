@@ -16,20 +16,16 @@ for pip and uv.
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from kernel_deps.cache import store as cache
-from kernel_deps.core import ownedfs
-from kernel_deps.core import pylock
+from kernel_deps.core import pylock, wheelfolder
 from kernel_deps.core.errors import (
     DownloadVerificationError,
     FileWriteError,
     KernelCacheReadError,
-    LinkedPathError,
     UntrustedPublisherError,
     UsageError,
 )
@@ -48,7 +44,7 @@ if TYPE_CHECKING:
     from kernel_deps.hub.index import KernelIndex
 
 SCHEMA_VERSION = 3  # of docs/schemas/to-wheel.schema.json; see docs/ci.md
-REQUIREMENTS_NAME = "requirements.txt"
+REQUIREMENTS_NAME = wheelfolder.REQUIREMENTS_NAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +165,7 @@ def wheels_from_kernel(
     _check_choice(all_variants, targets, False)
     chosen = targets_from_options(targets, False, (), "the command line")
     requirement = requirement_from_value(repo_id, value)
-    _check_output(Path(output), _requirements_names(chosen, all_variants))
+    wheelfolder.check_output(Path(output), wheelfolder.output_names(chosen, all_variants))
     pylock.check_wheel_url(wheel_url)
     lock = _lock_one(requirement, tuple(trusted), hub)
     return write_wheels(lock, Path(output), source=argument, all_variants=all_variants, targets=chosen,
@@ -194,7 +190,7 @@ def write_wheels(
     None: Sigstore's public-good root), then write their wheels, requirements files and pylock
     files into ``output`` (the wheels named there by path, or as published under ``wheel_url``);
     nothing is written when a variant is refused."""
-    _check_output(output, _requirements_names(targets, all_variants))  # before anything is fetched
+    wheelfolder.check_output(output, wheelfolder.output_names(targets, all_variants))  # before anything is fetched
     pylock.check_wheel_url(wheel_url)
     system = None if (all_variants or targets) else (system or detect_system())
     variants_for = variants_chooser(all_variants=all_variants, targets=targets, system=system)
@@ -205,11 +201,11 @@ def write_wheels(
     except OSError as exc:
         reason = exc.strerror or exc
         raise FileWriteError(f"{output}: cannot create the folder ({reason}); pass another -o DIR") from None
-    _check_output(output, _requirements_names(targets, all_variants))  # again: nothing changed it meanwhile
+    wheelfolder.check_output(output, wheelfolder.output_names(targets, all_variants))  # again: nothing changed it meanwhile
     versions = {kernel.repo_id: kernel.version for kernel in lock.kernels}
     prepared = [_prepare_wheel(outcome.task, versions, download.cache_root) for outcome in download.outcomes]
     for _, spec, _ in prepared:  # every wheel's place checked before the first is written
-        _check_wheel_path(output, output / spec.filename)
+        wheelfolder.check_wheel_path(output, output / spec.filename)
     written: dict[tuple[str, str], WrittenWheel] = {}
     for task, spec, check in prepared:
         wheel = _write_wheel(task, spec, check, output)
@@ -226,13 +222,13 @@ def write_wheels(
     signers = {(k.repo_id, variant): signer for k in lock.kernels for variant, signer in k.signatures.items()}
     for target, wheels in sets:
         name = REQUIREMENTS_NAME if len(sets) == 1 else f"requirements-{target}.txt"
-        _write_output(output, name, requirements_text(wheels, target, name).encode("utf-8"))
+        wheelfolder.write_output(output, name, requirements_text(wheels, target, name).encode("utf-8"))
         requirements.append(RequirementsFile(output / name, target, tuple(w.path.name for w in wheels)))
         name = pylock.pylock_name(target if len(sets) > 1 else None)
         text = pylock.kernel_pylock([(w.spec, w.sha256, w.size) for w in wheels], signers, name=name,
-                                    first_line=_header_line(target), machine=machines.get(target, system),
+                                    first_line=wheelfolder.header_line(target), machine=machines.get(target, system),
                                     wheel_url=wheel_url)  # fmt: skip
-        _write_output(output, name, text.encode("utf-8"))
+        wheelfolder.write_output(output, name, text.encode("utf-8"))
         pylocks.append(RequirementsFile(output / name, target, tuple(w.path.name for w in wheels)))
     return ToWheelReport(output, source, tuple(written.values()), tuple(requirements), tuple(pylocks), download)
 
@@ -240,7 +236,7 @@ def write_wheels(
 def requirements_text(wheels: Sequence[WrittenWheel], target: str | None, name: str = REQUIREMENTS_NAME) -> str:
     """A pip requirements file pinning each wheel by version and SHA-256, sorted by name."""
     lines = [
-        _header_line(target),  # how a later run knows the file for its own
+        wheelfolder.header_line(target),  # how a later run knows the file for its own
         f"# pip install --require-hashes --no-deps -r {name} (torch comes from your own index or image)",
     ]
     for wheel in sorted(wheels, key=lambda w: w.spec.distribution):
@@ -282,7 +278,7 @@ def _write_wheel(task: VariantTask, spec: WheelSpec, check: cache.VariantCheck, 
                 "run 'kernels download' to repair the cache, then run this command again"
             )
     archive = build_wheel(spec, data, dict(check.files))
-    _write_output(output, spec.filename, archive)
+    wheelfolder.write_output(output, spec.filename, archive)
     return WrittenWheel(spec, output / spec.filename, hashlib.sha256(archive).hexdigest(), len(archive))
 
 
@@ -299,85 +295,6 @@ def _refuse_shared_names(lock: Lockfile, variants_for: Callable[[LockedKernel], 
 def _check_choice(all_variants: bool, targets: Sequence[str], all_targets: bool) -> None:
     if all_variants and (targets or all_targets):
         raise UsageError("--all-variants writes a wheel of every variant; drop --target and --all-targets")
-
-
-# The first line of every requirements file to-wheel writes: a later run replaces only a
-# file that starts so (one it wrote), never a project's own requirements.txt.
-_HEADER_START = "# Kernel wheels for "
-_HEADER_END = ", written by kernels to-wheel."
-
-
-def _header_line(target: str | None) -> str:
-    """The first line of a requirements or pylock file to-wheel writes, for this machine or ``target``."""
-    machine = f"the deployment target {target}" if target else "the machine they were written on"
-    return f"{_HEADER_START}{machine}{_HEADER_END}"
-
-
-def _requirements_names(targets: Sequence[Target], all_variants: bool) -> list[str]:
-    """The requirements and pylock files a run writes: none for every variant, one each per target with several."""
-    if all_variants:
-        return []
-    if len(targets) > 1:
-        return [name for t in targets for name in (f"requirements-{t.name}.txt", pylock.pylock_name(t.name))]
-    return [REQUIREMENTS_NAME, pylock.PYLOCK_NAME]
-
-
-def _check_output(output: Path, requirements: Sequence[str]) -> None:
-    """UsageError when ``-o DIR`` cannot be a folder of wheels, or holds a requirements file
-    to-wheel did not write (or a link) where it writes one (before anything is fetched)."""
-    if os.path.islink(output):
-        raise UsageError(f"-o {output}: is a symbolic link; pass the folder itself (to-wheel writes through no link)")
-    if output.exists() and not output.is_dir():
-        raise UsageError(f"-o {output}: is not a folder; pass the folder the wheels go into")
-    for name in requirements:
-        path = output / name
-        try:
-            info = os.lstat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        if stat.S_ISLNK(info.st_mode):
-            raise UsageError(f"-o {output}: {path} is a symbolic link, which to-wheel did not create and writes "
-                             "nothing through; remove it, or pass another folder")  # fmt: skip
-        if not stat.S_ISREG(info.st_mode) or not _written_by_to_wheel(path):
-            what = "pylock file" if name.startswith("pylock.") else "requirements file"
-            raise UsageError(f"-o {output}: {path} is not a {what} to-wheel wrote, and it is not "
-                             "replaced; pass another folder, or move that file")  # fmt: skip
-
-
-def _written_by_to_wheel(path: Path) -> bool:
-    """True when the file's first line is the header to-wheel writes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as file:
-            first = file.readline(4096).decode("utf-8").rstrip("\r\n")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return first.startswith(_HEADER_START) and first.endswith(_HEADER_END)
-
-
-def _check_wheel_path(output: Path, path: Path) -> None:
-    """LinkedPathError for a link where a wheel is written; UsageError for a folder there."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(info.st_mode):
-        raise LinkedPathError(f"-o {output}: {path} is a symbolic link, which to-wheel did not create and writes "
-                              "nothing through; remove it, or pass another folder; no wheel was written",
-                              path=path)  # fmt: skip
-    if not stat.S_ISREG(info.st_mode):
-        raise UsageError(f"-o {output}: {path} is not a file; remove it, or pass another folder; no wheel was written")
-
-
-def _write_output(output: Path, name: str, data: bytes) -> None:
-    """Replace ``output/name`` with ``data`` atomically, never through a link; FileWriteError."""
-    try:
-        ownedfs.write_file(output, output / name, data)
-    except LinkedPathError as exc:  # one made since the check: the same refusal
-        raise LinkedPathError(f"-o {output}: {exc.message}", path=exc.path) from None
-    except OSError as exc:
-        raise FileWriteError(f"{output / name}: cannot write ({exc.strerror or exc}); check the folder's "
-                             "permissions and free space") from None  # fmt: skip
 
 
 def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> Lockfile:

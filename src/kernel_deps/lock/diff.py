@@ -8,22 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernel_deps.lock.entries import LockedPin
 from kernel_deps.lock.model import LockedKernel, Lockfile
-
-
-@dataclass(frozen=True, slots=True)
-class LockedPin:
-    """Where a lock entry points: the tag or branch it was locked under (None: a commit pin) and the commit."""
-
-    version: str | None
-    commit: str
-
-    @classmethod
-    def of(cls, kernel: LockedKernel) -> LockedPin:
-        return cls(kernel.version, kernel.sha)
-
-    def to_json(self) -> dict:
-        return {"version": self.version, "commit": self.commit}
 
 
 # What a lock change says happened to one entry (``repo_id``), ``before`` and ``after`` being

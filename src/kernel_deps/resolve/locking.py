@@ -24,7 +24,7 @@ from kernel_deps.trust.publishers import judge_publishers, refusal
 from kernel_deps.project.edit import editing
 from kernel_deps.project.record import Project, read_project_record
 from kernel_deps.resolve.notes import LockNote
-from kernel_deps.resolve.resolver import Pin, reject_unknown_upgrades
+from kernel_deps.resolve.resolver import reject_unknown_upgrades
 from kernel_deps.resolve.session import hub_trusts, resolve_in_memory
 
 if TYPE_CHECKING:  # imported when locking: verify and outdated read locks without the Hub client
@@ -145,7 +145,7 @@ def lock_while_editing(
     path = lock_path(project.folder)
     prior = read_lock(path, purpose="lock")  # any tool's lock: its commits are kept, its layout replaced
     previous, raw, foreign = (prior.lock, prior.raw, prior.written_by) if prior else (None, None, None)
-    pins = {repo_id: Pin(pin.commit, pin.version) for repo_id, pin in prior.pins.items()} if prior else {}
+    pins = dict(prior.pins) if prior else {}
     uncovered = check_targets(targets, previous) if previous is not None else []
     upgrade_packages = list(upgrade_packages)
     reject_unknown_upgrades(upgrade_packages, {r.repo_id for r in requirements} | set(pins))

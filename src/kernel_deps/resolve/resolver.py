@@ -40,12 +40,10 @@ if TYPE_CHECKING:  # the index imports the Hub client; reading a lock needs neit
     from kernel_deps.hub.index import KernelIndex
 
 __all__ = [
-    "PROJECT", "Candidate", "KernelProvider", "LockedPin", "Pin", "Requester", "Resolution", "reject_unknown_upgrades",
+    "PROJECT", "Candidate", "KernelProvider", "LockedPin", "Requester", "Resolution", "reject_unknown_upgrades",
     "resolve", "version_name",
 ]  # fmt: skip
 
-# A prior lock's pin is the lock's own pin type; the name Pin is kept for callers.
-Pin = LockedPin
 T = TypeVar("T")
 
 

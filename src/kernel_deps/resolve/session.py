@@ -16,10 +16,11 @@ from kernel_deps.core.settings import KERNEL_STATUS_NAME, PYPROJECT_NAME
 from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target
+from kernel_deps.lock.entries import LockedPin
 from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock
 from kernel_deps.trust.signatures import candidate_refusal, sign_lock
 from kernel_deps.resolve.notes import LockNote, resolution_notes
-from kernel_deps.resolve.resolver import PROJECT, KernelProvider, Pin, Requester, Resolution, resolve, version_name
+from kernel_deps.resolve.resolver import PROJECT, KernelProvider, Requester, Resolution, resolve, version_name
 
 if TYPE_CHECKING:  # imported when resolving: verify and outdated read locks without the Hub client
     from kernel_deps.hub.client import HubClient
@@ -33,7 +34,7 @@ def resolve_in_memory(
     publishers: Sequence[str] | None,
     judge: Callable[[Lockfile, KernelIndex], Lockfile],
     policy: SignaturePolicy | None,
-    pins: Mapping[str, Pin] | None = None,
+    pins: Mapping[str, LockedPin] | None = None,
     targets: Sequence[Target] = (),
     requester: Requester = PROJECT,
     follow_redirects: bool = False,
@@ -121,7 +122,7 @@ def build_lockfile(
     requirements: Sequence[KernelRequirement],
     index: KernelIndex,
     *,
-    pins: Mapping[str, Pin] | None = None,
+    pins: Mapping[str, LockedPin] | None = None,
     redirected_from: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Lockfile:
     """Hash every variant of every resolved commit and assemble the lock entries; a kept
