@@ -19,7 +19,7 @@ test: $(STAMP)
 # podman and debootstrap when missing and builds the Debian base image once.
 container-test: $(STAMP)
 	tests/container/prepare.sh
-	$(VENV)/bin/python -m pytest -q --container -m container tests/test_container.py
+	$(VENV)/bin/python -m pytest -q --container -m container tests/functional/project/test_container.py
 
 # Mutation testing of the core modules (docs/testing.md); not part of `make test`.
 # MODULES=... picks some (default: all, pure ones first); MUTATION_ARGS passes more options.

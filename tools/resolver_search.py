@@ -5,7 +5,7 @@ each version requiring some of the other kernels with a random range, and a proj
 requiring most of them. ``kernel_deps.resolve.resolver.resolve`` runs on it with the catalogue
 held in memory (refs and kernel-depends, what the Hub index would give:
 ``tests/fixtures/memory_index.py``, which the resolver's case files in
-``tests/resolver_cases/`` use too), and every answer is judged against all possible sets
+``tests/unit/resolve/resolver_cases/`` use too), and every answer is judged against all possible sets
 of pins:
 
 - **unmet**: a lock where some locked kernel's kernel-depends is not met (a dependency

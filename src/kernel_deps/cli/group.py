@@ -123,7 +123,7 @@ def _delegates(ctx: click.Context) -> bool:
 # (as the function named like the command, "-" read as "_"), the first paragraph of its help
 # (what `kernels --help` shortens to one line) and whether --help hides it. `kernels --help`
 # lists the commands from here, without importing their definitions, and a command run
-# imports only its own module; tests/test_cli_table.py checks every entry against the
+# imports only its own module; tests/functional/cli/test_cli_table.py checks every entry against the
 # command objects, and that the listing is byte for byte click's own listing of them.
 COMMAND_TABLE: dict[str, tuple[str, str, bool]] = {
     "add": ("edit", "Add a kernel to [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.", False),
