@@ -69,7 +69,8 @@ def check_cache(lock: Lockfile, *, cache_root: Path | None = None) -> tuple[list
         for name in kernel.variants:
             result = by_variant[(id(kernel), name)]
             if isinstance(result, OSError):
-                problems.append(Problem("unreadable", kernel.repo_id, name, None, detail=str(result.strerror or result)))
+                detail = str(result.strerror or result)
+                problems.append(Problem("unreadable", kernel.repo_id, name, None, detail=detail))
                 continue
             if not result.present:
                 continue

@@ -77,7 +77,7 @@ def sync(
 
 
 def problem_line(problem: Problem | PlacedMismatch) -> str:
-    """The line for one thing a sync found: a verify problem, or a variant placed with --into that does not check out."""
+    """The line for one thing a sync found: a verify problem, or a variant --into placed that does not check out."""
     from kernel_deps.cache.subset import PlacedMismatch, placed_mismatch_text
 
     return placed_mismatch_text(problem) if isinstance(problem, PlacedMismatch) else problem.message

@@ -400,7 +400,8 @@ def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> L
             names = ", ".join(u.repo_id for u in untrusted)
             raise UntrustedPublisherError(
                 f"no wheels written: {names} is not from a publisher the Hub trusts "
-                f"({publisher_trust_text(untrusted[0].hub_answer)}); pass --trust ORG (or --trust ORG/NAME) if you trust it"
+                f"({publisher_trust_text(untrusted[0].hub_answer)}); pass --trust ORG (or --trust ORG/NAME) if you "
+                "trust it"
             )
         return judged
 

@@ -93,7 +93,8 @@ def _requirement_changed(p: Problem, f: dict) -> str:
 
 
 def _removed(p: Problem, f: dict) -> str:  # asked: the requirement the lock still records
-    return f"{p.repo_id} was removed from pyproject.toml but kernels.lock still requires it ({f['asked']!r}); {RELOCK_HINT}"
+    return (f"{p.repo_id} was removed from pyproject.toml but kernels.lock still requires it ({f['asked']!r}); "
+            f"{RELOCK_HINT}")  # fmt: skip
 
 
 def _orphan(p: Problem, f: dict) -> str:
@@ -177,7 +178,7 @@ def _unlocked_variant(p: Problem, f: dict) -> str:  # commit; folder: the varian
             f"does not list it; delete {f['folder']}")  # fmt: skip
 
 
-def _no_variant(p: Problem, f: dict) -> str:  # variants: those locked; machine (this one, described) or expected: the target
+def _no_variant(p: Problem, f: dict) -> str:  # variants: those locked; machine (described) or expected: the target
     locked = ", ".join(f["variants"]) or "none"
     if p.expected is not None:
         return f"{p.repo_id}: kernels.lock has no variant for the target {p.expected}; locked: {locked}"
@@ -185,7 +186,8 @@ def _no_variant(p: Problem, f: dict) -> str:  # variants: those locked; machine 
 
 
 def _not_cached(p: Problem, f: dict) -> str:  # folder: where the variant belongs
-    return f"{p.repo_id} {p.variant}: this machine's variant is not in the cache ({f['folder']}); run 'kernels download'"
+    return (f"{p.repo_id} {p.variant}: this machine's variant is not in the cache ({f['folder']}); "
+            "run 'kernels download'")  # fmt: skip
 
 
 def _target_not_cached(p: Problem, f: dict) -> str:  # folder; expected: the target
