@@ -59,6 +59,30 @@ class WantedVariant(Record):
         self._init(repo_id, commit, variant, hash)
 
 
+class PlacedMismatch(Record):
+    """A variant placed in the ``--into`` folder that does not check out there: its
+    repo, variant and the files' problems (none when it was not found at all)."""
+
+    KIND = "placed-mismatch"
+
+    __slots__ = ("kind", "repo_id", "variant", "folder", "files")
+    kind: str
+    repo_id: str
+    variant: str
+    folder: Path
+    files: tuple[store.FileProblem, ...]
+
+    def __init__(self, repo_id: str, variant: str, folder: Path, files: tuple[store.FileProblem, ...]) -> None:
+        self._init(self.KIND, repo_id, variant, folder, files)
+
+
+def placed_mismatch_text(problem: PlacedMismatch) -> str:
+    """The line saying what ``problem`` found (as ``sync`` prints it and its JSON holds it)."""
+    files = ", ".join(f"{p.path} {p.kind}" for p in problem.files) or "missing"
+    return (f"{problem.repo_id} {problem.variant}: placed in {problem.folder} but does not match kernels.lock "
+            f"({files}); run it again")  # fmt: skip
+
+
 class SubsetReport(Record):
     """What was placed in the folder, what was removed from it, and what its check found."""
 
@@ -71,15 +95,13 @@ class SubsetReport(Record):
         self._init(folder, placed, removed)
 
     @property
-    def problems(self) -> list[str]:
-        """One line per placed variant that does not check out in the folder."""
-        return [f"{c.repo_id} {c.variant}: placed in {self.folder} but does not match kernels.lock "
-                f"({', '.join(f'{p.path} {p.kind}' for p in c.problems) or 'missing'}); run it again"
-                for c in self.placed if not c.ok]  # fmt: skip
+    def problems(self) -> tuple[PlacedMismatch, ...]:
+        """One per placed variant that does not check out in the folder."""
+        return tuple(PlacedMismatch(c.repo_id, c.variant, self.folder, c.problems) for c in self.placed if not c.ok)
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return all(c.ok for c in self.placed)
 
     def to_json(self) -> dict:
         return {
@@ -88,7 +110,7 @@ class SubsetReport(Record):
             "variants": [{"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "path": str(c.path)}
                          for c in self.placed],  # fmt: skip
             "removed": [str(p) for p in self.removed],
-            "problems": self.problems,
+            "problems": [placed_mismatch_text(p) for p in self.problems],
         }
 
 

@@ -16,19 +16,12 @@ from kernel_deps.core.system import SystemInfo
 from kernel_deps.core.targets import Target, serving_variant
 from kernel_deps.core.variants import NoMatchingVariantError, select_variant
 from kernel_deps.lock.freshness import Problem
+from kernel_deps.lock.problem_text import FILE_TEXT
 from kernel_deps.lock.model import LockedKernel, Lockfile
 
-_FILE_MESSAGES = {
-    "modified": "{path} was modified",
-    "missing": "{path} is missing",
-    "extra": "{path} was added; it is not part of the locked variant",
-    "not-a-file": "{path} is not a regular file (a broken link or a link to a folder)",
-    "outside-cache": "{path} links outside the cache (to {got}); the loader refuses it, run 'kernels download' to replace it",
-    "hash-mismatch": "the cached files hash to a different value than kernels.lock records",
-}
-FILE_KINDS = frozenset(_FILE_MESSAGES)  # a cached variant's files differ: a fresh download repairs them
+FILE_KINDS = frozenset(FILE_TEXT)  # a cached variant's files differ: a fresh download repairs them
 # An installed kernel wheel (kernels to-wheel) differs from the lock: reinstalling it repairs it.
-WHEEL_KINDS = frozenset({f"wheel-{kind}" for kind in _FILE_MESSAGES} | {"wheel-record", "wheel-not-locked"})
+WHEEL_KINDS = frozenset({f"wheel-{kind}" for kind in FILE_TEXT} | {"wheel-record", "wheel-not-locked"})
 
 
 def check_signed_cache(lock: Lockfile, checked: Sequence[cache.VariantCheck], policy: SignaturePolicy) -> list[Problem]:
@@ -43,14 +36,14 @@ def check_signed_cache(lock: Lockfile, checked: Sequence[cache.VariantCheck], po
         try:
             found = check_cached_variant(kernel, check.variant, check.path, check.files, policy)
         except OSError as exc:
-            message = f"{check.repo_id} {check.variant}: cannot read the cached copy ({exc.strerror or exc})"
-            problems.append(Problem("unreadable", check.repo_id, check.variant, None, message))
+            problems.append(Problem("unreadable", check.repo_id, check.variant, None, detail=str(exc.strerror or exc),
+                                    during="signature-check"))  # fmt: skip
             continue
         for refused in found:
             kind = "digest-mismatch" if refused.kind == "digest" else "signature-invalid"
             path = refused.expected.partition(" = ")[0] if refused.kind == "digest" else None
-            problems.append(Problem(kind, check.repo_id, check.variant, path, refused.describe(), refused.expected,
-                                    refused.found))  # fmt: skip
+            problems.append(Problem(kind, check.repo_id, check.variant, path, refused.expected, refused.found,
+                                    detail=refused.describe()))  # fmt: skip
     return problems
 
 
@@ -74,19 +67,17 @@ def check_cache(lock: Lockfile, *, cache_root: Path | None = None) -> tuple[list
     checked: list[cache.VariantCheck] = []
     for kernel in lock.kernels:
         for name in kernel.variants:
-            where = f"{kernel.repo_id} {name}"
             result = by_variant[(id(kernel), name)]
             if isinstance(result, OSError):
-                message = f"{where}: cannot read the cached copy ({result.strerror or result}); check its permissions"
-                problems.append(Problem("unreadable", kernel.repo_id, name, None, message))
+                detail = str(result.strerror or result)
+                problems.append(Problem("unreadable", kernel.repo_id, name, None, detail=detail))
                 continue
             if not result.present:
                 continue
             checked.append(result)
             for found in result.problems:
-                message = f"{where}: " + _FILE_MESSAGES[found.kind].format(path=found.path, got=found.got)
                 path = None if found.kind == "hash-mismatch" else found.path
-                problems.append(Problem(found.kind, kernel.repo_id, name, path, message, found.expected, found.got))
+                problems.append(Problem(found.kind, kernel.repo_id, name, path, found.expected, found.got))
         problems += _unlocked_variants(kernel, cache_root)
     return problems, checked
 
@@ -103,32 +94,23 @@ def check_wheels(lock: Lockfile) -> tuple[list[Problem], list[cache.VariantCheck
     for kernel in lock.kernels:
         for wheel in installed_wheels(kernel.repo_id, on_path=on_path):
             if wheel.problem is not None:
-                message = f"{kernel.repo_id}: {wheel.label}: kernel_deps.json {wheel.problem}; the loader skips it"
-                problems.append(Problem("wheel-record", kernel.repo_id, None, str(wheel.folder), message))
+                problems.append(Problem("wheel-record", kernel.repo_id, None, str(wheel.folder), wheel=wheel.label,
+                                        detail=wheel.problem))  # fmt: skip
                 continue
-            where = f"{kernel.repo_id} {wheel.variant}: {wheel.label}"
             if wheel.commit != kernel.sha or wheel.variant not in kernel.variants:
-                message = (f"{where} holds commit {wheel.commit[:12]}, not a variant kernels.lock pins at "
-                           f"{kernel.sha[:12]}; install the wheels 'kernels to-wheel' writes from this "
-                           "lock")  # fmt: skip
-                problems.append(Problem("wheel-not-locked", kernel.repo_id, wheel.variant, str(wheel.folder), message,
-                                        kernel.sha, wheel.commit))  # fmt: skip
+                problems.append(Problem("wheel-not-locked", kernel.repo_id, wheel.variant, str(wheel.folder), kernel.sha,
+                                        wheel.commit, wheel=wheel.label))  # fmt: skip
                 continue
             try:
                 result = check_installed(wheel, kernel.variants[wheel.variant].hash)
             except OSError as exc:
-                message = f"{where}: cannot read it ({exc.strerror or exc}); check its permissions"
-                problems.append(Problem("unreadable", kernel.repo_id, wheel.variant, str(wheel.folder), message))
+                problems.append(Problem("unreadable", kernel.repo_id, wheel.variant, str(wheel.folder),
+                                        detail=str(exc.strerror or exc), wheel=wheel.label))  # fmt: skip
                 continue
             checked.append(result)
             for found in result.problems:
-                text = _FILE_MESSAGES[found.kind].format(path=found.path, got=found.got)
-                if found.kind == "hash-mismatch":
-                    text = "its kernel_deps.json records files that hash to a different value than kernels.lock records"
-                reinstall = "pip install --force-reinstall --require-hashes -r requirements.txt"
-                message = f"{where}: {text}; reinstall it ({reinstall})"
-                problems.append(Problem(f"wheel-{found.kind}", kernel.repo_id, wheel.variant, found.path, message,
-                                        found.expected, found.got))  # fmt: skip
+                problems.append(Problem(f"wheel-{found.kind}", kernel.repo_id, wheel.variant, found.path,
+                                        found.expected, found.got, wheel=wheel.label))  # fmt: skip
     return problems, checked
 
 
@@ -141,9 +123,7 @@ def _unlocked_variants(kernel: LockedKernel, root: Path | None) -> list[Problem]
     except OSError:
         return []  # an unreadable snapshot folder shows up as unreadable variants above
     return [
-        Problem("unlocked-variant", kernel.repo_id, name, None,
-                f"{kernel.repo_id} {name}: in the cache at the locked commit {kernel.sha[:12]}, but kernels.lock "
-                f"does not list it; delete {build / name}")
+        Problem("unlocked-variant", kernel.repo_id, name, None, commit=kernel.sha, folder=str(build / name))
         for name in names if name not in kernel.variants
     ]  # fmt: skip
 
@@ -157,15 +137,12 @@ def check_this_machine(
         try:
             name = select_variant(kernel.repo_id, kernel.variants, system)
         except NoMatchingVariantError:
-            locked = ", ".join(kernel.variants) or "none"
-            message = (f"{kernel.repo_id}: kernels.lock has no variant for this machine ({system.describe()}); "
-                       f"locked: {locked}")  # fmt: skip
-            problems.append(Problem("no-variant", kernel.repo_id, None, None, message))
+            problems.append(Problem("no-variant", kernel.repo_id, None, None, variants=tuple(kernel.variants),
+                                    machine=system.describe()))  # fmt: skip
             continue
         if (kernel.repo_id, name) not in present:
             folder = cache.variant_dir(cache.repo_dir(kernel.repo_id, root=cache_root), kernel.sha, name)
-            message = f"{kernel.repo_id} {name}: this machine's variant is not in the cache ({folder})"
-            problems.append(Problem("not-cached", kernel.repo_id, name, None, f"{message}; run 'kernels download'"))
+            problems.append(Problem("not-cached", kernel.repo_id, name, None, folder=str(folder)))
     return problems
 
 
@@ -178,13 +155,10 @@ def check_targets_cached(
         for kernel in lock.kernels:
             name = serving_variant(target, kernel.variants)
             if name is None:
-                locked = ", ".join(kernel.variants) or "none"
-                message = (f"{kernel.repo_id}: kernels.lock has no variant for the target {target.name}; "
-                           f"locked: {locked}")  # fmt: skip
-                problems.append(Problem("no-variant", kernel.repo_id, None, None, message, target.name, None))
+                problems.append(Problem("no-variant", kernel.repo_id, None, None, target.name, None,
+                                        variants=tuple(kernel.variants)))  # fmt: skip
             elif (kernel.repo_id, name) not in present:
                 folder = cache.variant_dir(cache.repo_dir(kernel.repo_id, root=cache_root), kernel.sha, name)
-                message = (f"{kernel.repo_id} {name}: the variant for the target {target.name} is not in the cache "
-                           f"({folder}); run 'kernels download --target {target.name}'")  # fmt: skip
-                problems.append(Problem("target-not-cached", kernel.repo_id, name, None, message, target.name, None))
+                problems.append(Problem("target-not-cached", kernel.repo_id, name, None, target.name, None,
+                                        folder=str(folder)))  # fmt: skip
     return problems

@@ -8,7 +8,7 @@ from kernel_deps.cache.pools import worker_pool
 from kernel_deps.core.errors import HubError, RepoNotFoundError, RevisionNotFoundError, UnsafeRepoContentError
 from kernel_deps.core.settings import HUB_WORKERS
 from kernel_deps.core.versions import GitRef
-from kernel_deps.lock.freshness import RELOCK_HINT, Problem
+from kernel_deps.lock.freshness import Problem
 from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:
@@ -30,33 +30,25 @@ def _check_remote(kernel: LockedKernel, index: KernelIndex) -> list[Problem]:
     try:
         refs = index.refs(repo_id).refs
     except RepoNotFoundError as exc:
-        return [Problem("repo-missing", repo_id, None, None, f"{exc.message} (kernels.lock pins it at {sha[:12]})")]
+        return [Problem("repo-missing", repo_id, None, None, detail=exc.message, commit=sha)]
     except HubError as exc:
-        return [Problem("hub-error", repo_id, None, None, exc.message)]
+        return [Problem("hub-error", repo_id, None, None, detail=exc.message)]
     moved = _ref_problem(kernel, refs, index.hub) if kernel.version else None
     problems = [moved] if moved else []
     try:
         tree = index.tree(repo_id, sha)
     except RevisionNotFoundError:
-        message = (f"{repo_id}: the locked commit {sha[:12]} no longer exists on the Hub (history rewritten?); "
-                   f"run 'kernels lock --upgrade-package {repo_id}' to pin a commit that exists")  # fmt: skip
-        return problems + [Problem("commit-missing", repo_id, None, None, message, sha, None)]
+        return problems + [Problem("commit-missing", repo_id, None, None, sha, None)]
     except (HubError, UnsafeRepoContentError) as exc:  # a listing that cannot be locked or placed
-        return problems + [Problem("hub-error", repo_id, None, None, exc.message)]
+        return problems + [Problem("hub-error", repo_id, None, None, detail=exc.message)]
     remote = {name: tree.variant_hash(name) for name in tree.files}
-    at = f"at {sha[:12]}; kernels.lock does not match the Hub (edited by hand?); {RELOCK_HINT}"
     for name in sorted(kernel.variants.keys() | remote.keys()):
         locked = kernel.variants[name].hash if name in kernel.variants else None
         got = remote.get(name)
         if got == locked:
             continue
-        if got is None:
-            kind, what = "variant-not-on-hub", "not on the Hub"
-        elif locked is None:
-            kind, what = "variant-not-locked", "on the Hub but not in kernels.lock"
-        else:
-            kind, what = "hub-hash-mismatch", "the Hub's files hash differently"
-        problems.append(Problem(kind, repo_id, name, None, f"{repo_id} {name}: {what} {at}", locked, got))
+        kind = "variant-not-on-hub" if got is None else "variant-not-locked" if locked is None else "hub-hash-mismatch"
+        problems.append(Problem(kind, repo_id, name, None, locked, got, commit=sha))
     return problems
 
 
@@ -70,18 +62,11 @@ def _ref_problem(kernel: LockedKernel, refs: Sequence[GitRef], hub: HubClient) -
     """
     repo_id, sha, name = kernel.repo_id, kernel.sha, kernel.version
     named = [ref for ref in refs if ref.name == name]
-    upgrade = f"run 'kernels lock --upgrade-package {repo_id}'"
     if not named:
-        message = f"{repo_id}: {name} no longer exists on the Hub (locked at {sha[:12]}); {upgrade} to pin one that does"
-        return Problem("ref-missing", repo_id, None, None, message, sha, None)
+        return Problem("ref-missing", repo_id, None, None, sha, None, ref=name)
     if any(ref.commit == sha for ref in named):
         return None
     ref = named[0]
     if ref.kind == "branch" and sha in hub.commit_history(repo_id, ref.commit):
-        message = (f"{repo_id}: branch {name} has moved on to {ref.commit[:12]} since it was locked at {sha[:12]}; "
-                   f"the lock keeps {sha[:12]}; {upgrade} to take the new build")  # fmt: skip
-        return Problem("ref-advanced", repo_id, None, None, message, sha, ref.commit)
-    how = "the tag was moved" if ref.kind == "tag" else "history rewritten by a force-push"
-    message = f"{repo_id}: {ref.kind} {name} now points at {ref.commit[:12]}, not the locked {sha[:12]} ({how})"
-    message += f"; review the change, then {upgrade} to take it"
-    return Problem("ref-moved", repo_id, None, None, message, sha, ref.commit)
+        return Problem("ref-advanced", repo_id, None, None, sha, ref.commit, ref=name)
+    return Problem("ref-moved", repo_id, None, None, sha, ref.commit, ref=name, ref_kind=ref.kind)

@@ -151,19 +151,15 @@ def verify_lock(
     local_problems = []
     if overrides:
         # A development override must not ship: loads would bypass the lock.
-        message = (f"{LOCAL_KERNELS_ENV} is set ({describe_overrides(overrides)}): loads of those kernels use the "
-                   f"local builds instead of {path.name}; unset {LOCAL_KERNELS_ENV} to ship")  # fmt: skip
-        local_problems.append(Problem("local-override", None, None, None, message))
+        local_problems.append(Problem("local-override", None, None, None, variable=LOCAL_KERNELS_ENV,
+                                      overrides=describe_overrides(overrides), lock=path.name))  # fmt: skip
     policy = rules.policy
     # The one judgement of a lock against its project, whichever tool wrote it.
     problems = judge_lock(found, rules)
     if written_by is None:
         notices += filter(None, [unrecorded_requirements(lock)])  # an older lock: what 'kernels lock' adds
     else:
-        message = (f"{path} was written by {written_by}: it records no requirements, no versions and no signers, "
-                   "so only what it records is judged against pyproject.toml; 'kernels lock' converts it, "
-                   "keeping its pins")  # fmt: skip
-        notices.append(Problem("foreign-lock", None, None, None, message))
+        notices.append(Problem("foreign-lock", None, None, None, lock=str(path), written_by=written_by))
     problems = local_problems + problems
     cache_problems, checked = check_cache(lock, cache_root=cache_root)
     problems += cache_problems + check_signed_cache(lock, checked, policy)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kernel_deps.cli.group import echo_json
 from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, into_option, is_quiet, notice, target_options
 from kernel_deps.cli.render_lock import change_line, echo_lock_report
+
+if TYPE_CHECKING:
+    from kernel_deps.cache.subset import PlacedMismatch
+    from kernel_deps.lock.freshness import Problem
 
 
 @click.command()
@@ -52,8 +57,8 @@ def sync(
         if report.lock_state in ("updated", "created") and not is_quiet():
             for line in (change_line(change) for change in report.lock.changes):
                 click.echo(line)
-        for line in report.messages:
-            click.echo(line)
+        for problem in report.problems:
+            click.echo(problem_line(problem))
         if not is_quiet():
             name = report.lockfile.name
             lock_text = {"up-to-date": f"{name} up to date", "updated": f"wrote {name}",
@@ -61,7 +66,7 @@ def sync(
             download = report.download
             present = len(download.fetched) + len(download.already_cached)
             where = f"; placed in {report.into.folder}, verified" if report.into is not None and report.ok else ""
-            verdict = "verified" if report.ok else f"{len(report.messages)} problems found"
+            verdict = "verified" if report.ok else f"{len(report.problems)} problems found"
             click.echo(
                 f"Synced {report.verify.kernels} kernels: {lock_text}; {present} variants present, {verdict} "
                 f"({len(download.fetched)} downloaded, {download.files_fetched} files, {download.bytes_fetched:,} bytes)"
@@ -69,3 +74,10 @@ def sync(
             )
     if not report.ok:
         sys.exit(1)
+
+
+def problem_line(problem: Problem | PlacedMismatch) -> str:
+    """The line for one thing a sync found: a verify problem, or a variant --into placed that does not check out."""
+    from kernel_deps.cache.subset import PlacedMismatch, placed_mismatch_text
+
+    return placed_mismatch_text(problem) if isinstance(problem, PlacedMismatch) else problem.message

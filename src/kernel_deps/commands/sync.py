@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from kernel_deps.cache import store as cache
-from kernel_deps.cache.subset import SubsetReport, check_folder, place_subset
+from kernel_deps.cache.subset import PlacedMismatch, SubsetReport, check_folder, place_subset
 from kernel_deps.checks.verification import SYNC_KINDS, VerifyReport, verify_inputs, verify_lock
 from kernel_deps.core.errors import UsageError
 from kernel_deps.core.settings import LOCK_NAME
@@ -30,6 +30,7 @@ from kernel_deps.project.record import Project, no_project_error, read_project_r
 from kernel_deps.resolve.locking import LockMode, LockReport, lock_while_editing, relock
 
 if TYPE_CHECKING:
+    from kernel_deps.lock.freshness import Problem
     from kernel_deps.hub.client import HubClient
 
 SCHEMA_VERSION = 1  # of docs/schemas/sync.schema.json; see docs/ci.md
@@ -58,10 +59,10 @@ class SyncReport:
         return self.verify.ok and into_ok
 
     @property
-    def messages(self) -> list[str]:
-        """One line per thing that disagrees: the cache's verification, the folder's, what was placed."""
-        found = [p.message for report in (self.verify, self.into_verify) if report is not None for p in report.problems]
-        return found + (self.into.problems if self.into is not None else [])
+    def problems(self) -> tuple[Problem | PlacedMismatch, ...]:
+        """Each thing that disagrees: the cache's verification, the folder's, what was placed."""
+        found = [p for report in (self.verify, self.into_verify) if report is not None for p in report.problems]
+        return (*found, *(self.into.problems if self.into is not None else ()))
 
     def to_json(self) -> dict:
         """The report as docs/schemas/sync.schema.json describes it."""

@@ -302,7 +302,7 @@ def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> L
     from kernel_deps.resolve.session import hub_trusts, resolve_in_memory
     from kernel_deps.trust.signers import SignaturePolicy
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.trust.publishers import judge_publishers
+    from kernel_deps.trust.publishers import judge_publishers, publisher_trust_text
     from kernel_deps.resolve.resolver import Requester
 
     requester = Requester(
@@ -317,7 +317,8 @@ def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> L
             names = ", ".join(u.repo_id for u in untrusted)
             raise UntrustedPublisherError(
                 f"no wheels written: {names} is not from a publisher the Hub trusts "
-                f"({untrusted[0].hub_reason}); pass --trust ORG (or --trust ORG/NAME) if you trust it"
+                f"({publisher_trust_text(untrusted[0].hub_answer)}); pass --trust ORG (or --trust ORG/NAME) if you "
+                "trust it"
             )
         return judged
 

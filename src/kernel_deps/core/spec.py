@@ -48,15 +48,20 @@ _KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
 )  # fmt: skip
 
 
+def repo_id_reason(repo_id: object) -> str | None:
+    """Why ``repo_id`` is not a valid ``org/name`` (the end of InvalidRepoIdError's sentence), or None."""
+    if not isinstance(repo_id, str) or not _REPO_ID.match(repo_id) or "--" in repo_id or ".." in repo_id:
+        return "expected 'org/name' (letters, digits, '-', '_', '.'), e.g. 'kernels-community/activation'"
+    if len(repo_id) > 96:
+        return "longer than 96 characters"
+    return None
+
+
 def validate_repo_id(repo_id: str) -> str:
     """Return ``repo_id`` if it is a valid ``org/name``, else raise InvalidRepoIdError."""
-    if not isinstance(repo_id, str) or not _REPO_ID.match(repo_id) or "--" in repo_id or ".." in repo_id:
-        raise InvalidRepoIdError(
-            f"invalid kernel repo id {show_value(repo_id)}: expected 'org/name' "
-            "(letters, digits, '-', '_', '.'), e.g. 'kernels-community/activation'"
-        )
-    if len(repo_id) > 96:
-        raise InvalidRepoIdError(f"invalid kernel repo id {show_value(repo_id)}: longer than 96 characters")
+    reason = repo_id_reason(repo_id)
+    if reason is not None:
+        raise InvalidRepoIdError(f"invalid kernel repo id {show_value(repo_id)}: {reason}")
     return repo_id
 
 

@@ -43,6 +43,7 @@ from kernel_deps.core.spec import validate_repo_id
 from kernel_deps.hub.listing import TreeFile, check_listing, path_problem, shown_path
 from kernel_deps.hub.refs import RepoRefs, parse_refs
 from kernel_deps.hub.transport import RequestSubject, Transport
+from kernel_deps.trust.publishers import PublisherTrust
 
 __all__ = [
     "MAX_SMALL_FILE_BYTES", "CommitListing", "HubClient", "PublisherTrust", "RepoRefs", "TreeFile", "check_listing",
@@ -130,7 +131,7 @@ class HubClient:
         """Whether the Hub trusts ``org`` as a kernel publisher (``GET /api/organizations/<org>/overview``
         answering ``"trustedKernelPublisher": true``, as the Hugging Face library asks). A Hub
         that cannot answer (404, no such API, 5xx after retries, unreachable, the budget
-        spent) does not trust it, and :attr:`PublisherTrust.reason` says so; offline is an
+        spent) does not trust it, and :attr:`PublisherTrust.kind` says why; offline is an
         OfflineError, as for every request."""
         url = f"{self.endpoint}/api/organizations/{org}/overview"
         try:
@@ -138,17 +139,16 @@ class HubClient:
         except OfflineError:
             raise
         except (RepoNotFoundError, RevisionNotFoundError):
-            why = "no such organization, or no organizations API"
-            return PublisherTrust(org, False, f"the Hub at {self.shown_endpoint} could not say (HTTP 404: {why})")
+            return PublisherTrust(org, False, PublisherTrust.NO_ORGANIZATION, self.shown_endpoint)
         except HubError as exc:
-            return PublisherTrust(org, False, f"the Hub at {self.shown_endpoint} could not say ({exc.message})")
+            return PublisherTrust(org, False, PublisherTrust.HUB_ERROR, self.shown_endpoint, exc.message)
         try:
             data = jsondoc.loads(resp.content)
         except jsondoc.JSONDocumentError as exc:
-            return PublisherTrust(org, False, f"the Hub at {self.shown_endpoint} could not say (its answer: {exc})")
+            return PublisherTrust(org, False, PublisherTrust.BAD_ANSWER, self.shown_endpoint, str(exc))
         if isinstance(data, dict) and data.get("trustedKernelPublisher") is True:
-            return PublisherTrust(org, True, f"the Hub at {self.shown_endpoint} trusts {org}")
-        return PublisherTrust(org, False, f"the Hub at {self.shown_endpoint} does not trust {org} as a kernel publisher")
+            return PublisherTrust(org, True, PublisherTrust.TRUSTED, self.shown_endpoint)
+        return PublisherTrust(org, False, PublisherTrust.NOT_TRUSTED, self.shown_endpoint)
 
     # -- trees ------------------------------------------------------------------------
 
@@ -322,17 +322,3 @@ class HubClient:
         """``<endpoint>/api/<kernels|models>/<repo_id>/<tail>`` for the repo's type."""
         plural = REPO_TYPE_PLURALS[self.repo_type(repo_id)]
         return f"{self.endpoint}/api/{plural}/{repo_id}/{tail}"
-
-
-class PublisherTrust(Record):
-    """The Hub's answer about one organization as a kernel publisher, and why, in words."""
-
-    __slots__ = ("org", "trusted", "reason")
-    org: str
-    trusted: bool
-    reason: str
-
-    def __init__(self, org: str, trusted: bool, reason: str) -> None:
-        self._init(org, trusted, reason)
-
-

@@ -95,6 +95,7 @@ def _check_publishers(lock: Lockfile, allowed: tuple[str, ...], index: KernelInd
     trusted by the Hub; else UntrustedPublisherError naming the first other one."""
     from kernel_deps.core.errors import UntrustedPublisherError
     from kernel_deps.core.spec import org_of
+    from kernel_deps.trust.publishers import publisher_trust_text
 
     for kernel in lock.kernels:
         if kernel.repo_id in allowed:
@@ -102,6 +103,6 @@ def _check_publishers(lock: Lockfile, allowed: tuple[str, ...], index: KernelInd
         answer = index.publisher(org_of(kernel.repo_id))
         if not answer.trusted:
             raise UntrustedPublisherError(
-                f"{function}(): {kernel.repo_id} is not from a trusted publisher: {answer.reason}; pass "
+                f"{function}(): {kernel.repo_id} is not from a trusted publisher: {publisher_trust_text(answer)}; pass "
                 f"trust_remote_code=True, or a list of repo ids including {kernel.repo_id!r}, to load it anyway"
             )

@@ -18,7 +18,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kernel_deps.core.errors import InvalidRepoIdError
 from kernel_deps.core.fields import FieldError, brief, check_object, invalid, optional, per_name, step
 from kernel_deps.core.hashing import HASH_TYPE
 from kernel_deps.core.records import FrozenMap, Record, replaceable
@@ -26,9 +25,8 @@ from kernel_deps.core.spec import (
     MAX_MAJOR_DIGITS,
     InvalidEntry,
     KernelRequirement,
+    repo_id_reason,
     requirement_from_value,
-    show_value,
-    validate_repo_id,
 )
 from kernel_deps.core.variants import MAX_NAME_LENGTH as MAX_VARIANT_NAME_LENGTH
 from kernel_deps.trust.publishers import TRUSTED_BY_HUB, TRUSTED_BY_PROJECT
@@ -55,14 +53,10 @@ _NO_SIGNERS: Mapping[str, VariantSigner] = FrozenMap(())
 
 
 def repo_id_problem(value: object) -> str | None:
-    """Why ``value`` is not a repo id (validate_repo_id's reason, minus its prefix), or None."""
+    """Why ``value`` is not a repo id (validate_repo_id's reason), or None."""
     if not isinstance(value, str):  # never repr() an arbitrary JSON value in full
         return "expected a string 'org/name'"
-    try:
-        validate_repo_id(value)
-    except InvalidRepoIdError as exc:
-        return exc.message.removeprefix(f"invalid kernel repo id {show_value(value)}: ")
-    return None
+    return repo_id_reason(value)
 
 
 def requirement_from_text(repo_id: str, text: str) -> KernelRequirement:

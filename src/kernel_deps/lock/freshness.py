@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from kernel_deps.core.records import Record
+from kernel_deps.core.records import FrozenMap, Record
 from kernel_deps.core.settings import PYPROJECT_NAME
 from kernel_deps.trust.signers import SignaturePolicy, describe_signer
 from kernel_deps.core.spec import KernelRequirement
@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from kernel_deps.lock.read import LockRead
     from kernel_deps.project.record import Project
 
-RELOCK_HINT = "run 'kernels lock' to update kernels.lock"
-# What converting a lock another tool wrote adds, for messages about what it cannot show.
-CONVERT_HINT = "run 'kernels lock' to convert it: it keeps every pin that still holds and records"
 
 # What the project's policy asks of a lock (who may sign, who may publish): a lock that does
 # not show it is refused by every consumer, ``sync --frozen`` and the loader included.
@@ -38,20 +35,34 @@ AGREEMENT_KINDS = frozenset({"not-locked", "unsatisfied", "version-not-recorded"
 
 
 class Problem(Record):
-    """One way pyproject, lock, cache or Hub disagree; ``message`` is complete on its own."""
+    """One way pyproject, lock, cache or Hub disagree: a kind (one of
+    :data:`kernel_deps.lock.problem_text.KINDS`) and fields; ``facts`` hold what the kind's
+    sentence names beyond them. The sentence is made when shown (:attr:`message`)."""
 
-    __slots__ = ("kind", "repo_id", "variant", "path", "message", "expected", "got")
+    __slots__ = ("kind", "repo_id", "variant", "path", "expected", "got", "facts")
     kind: str
     repo_id: str | None
     variant: str | None
     path: str | None
-    message: str
     expected: str | None
     got: str | None
+    facts: FrozenMap
 
-    def __init__(self, kind: str, repo_id: str | None, variant: str | None, path: str | None, message: str,
-                 expected: str | None = None, got: str | None = None) -> None:  # fmt: skip
-        self._init(kind, repo_id, variant, path, message, expected, got)
+    def __init__(self, kind: str, repo_id: str | None, variant: str | None, path: str | None,
+                 expected: str | None = None, got: str | None = None, **facts: Any) -> None:  # fmt: skip
+        self._init(kind, repo_id, variant, path, expected, got, FrozenMap(facts.items()))
+
+    @property
+    def message(self) -> str:
+        """The problem in words, complete on its own (:func:`kernel_deps.lock.problem_text.problem_text`)."""
+        from kernel_deps.lock.problem_text import problem_text
+
+        return problem_text(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The problem as the JSON reports hold it (``message`` made from the kind and fields)."""
+        return {"kind": self.kind, "repo_id": self.repo_id, "variant": self.variant, "path": self.path,
+                "message": self.message, "expected": self.expected, "got": self.got}  # fmt: skip
 
 
 class ProjectRules(Record):
@@ -166,8 +177,7 @@ def _judge_pins(found: LockRead, rules: ProjectRules) -> list[Problem]:
     for req in rules.requirements:
         pin = found.pins.get(req.repo_id)
         if pin is None:
-            message = f"{req.repo_id} is in pyproject.toml ({req.text!r}) but not in kernels.lock"
-            problems.append(_sync("not-locked", req.repo_id, message, None, None))
+            problems.append(Problem("not-locked", req.repo_id, None, None, asked=req.text))
             continue
         recorded = locked_ref(pin.version, pin.commit)
         if not satisfies(req, pin.commit, (recorded,) if recorded else ()):
@@ -181,26 +191,13 @@ def _unsatisfied(req: KernelRequirement, commit: str, version: str | None, writt
     """A pin that does not meet ``req``, or, with no version recorded, cannot show that it does."""
     got = f"{version} ({commit[:12]})" if version else f"commit {commit[:12]}"
     if version or req.revision is not None or written_by is None:
-        message = f"{req.repo_id}: the locked {got} does not satisfy {req.text!r} from pyproject.toml"
-        return _sync("unsatisfied", req.repo_id, message, req.text, got)
-    message = (
-        f"{req.repo_id}: kernels.lock (written by {written_by}) pins {got} but records no version for it, so it "
-        f"cannot show that it satisfies {req.text!r} from pyproject.toml; {CONVERT_HINT} the version of each pin"
-    )
-    return Problem("version-not-recorded", req.repo_id, None, None, message, req.text, got)
+        return Problem("unsatisfied", req.repo_id, None, None, req.text, got)
+    return Problem("version-not-recorded", req.repo_id, None, None, req.text, got, written_by=written_by)
 
 
 def _unsigned(repo_id: str, variant: str | None, written_by: str | None) -> Problem:
     """A build (every build, ``variant`` None) the lock records no signer for, while signatures are required."""
-    what = f"{repo_id} build {variant}" if variant else repo_id
-    records = f"kernels.lock (written by {written_by})" if written_by else "kernels.lock"
-    message = (
-        f"{what}: [tool.kernels.trust] require-signatures = true, but {records} records no signer for "
-        f"{'it' if variant else 'its builds'} (expected a signed metadata.json; found none locked)"
-    )
-    hint = (f"{CONVERT_HINT} the signer of each build (its 'signatures'), or refuses an unsigned one" if written_by
-            else RELOCK_HINT)  # fmt: skip
-    return Problem("signature-missing", repo_id, variant, None, f"{message}; {hint}", "a signer", None)
+    return Problem("signature-missing", repo_id, variant, None, "a signer", None, written_by=written_by)
 
 
 def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile, *,
@@ -215,30 +212,24 @@ def check_sync(requirements: Sequence[KernelRequirement], lock: Lockfile, *,
     for req in requirements:
         entry = lock.get(req.repo_id)
         if entry is None:
-            message = f"{req.repo_id} is in pyproject.toml ({req.text!r}) but not in kernels.lock"
-            problems.append(_sync("not-locked", req.repo_id, message, None, None))
+            problems.append(Problem("not-locked", req.repo_id, None, None, asked=req.text))
         elif not entry_satisfies(entry, req):
             problems.append(_unsatisfied(req, entry.sha, entry.version, written_by))
         elif written_by is not None:
             continue  # it records no requirement to compare
         elif entry.requirement != req.text:
-            was = f"for {entry.requirement!r}" if entry.requirement else "only as a dependency of another kernel"
-            message = f"{req.repo_id}: pyproject.toml asks for {req.text!r} but kernels.lock was locked {was}"
-            problems.append(_sync("requirement-changed", req.repo_id, message, req.text, entry.requirement))
+            problems.append(Problem("requirement-changed", req.repo_id, None, None, req.text, entry.requirement))
     problems += check_dependencies(lock)
     removed = {
         k.repo_id for k in lock.kernels
         if k.requirement is not None and k.repo_id not in direct and not set(k.redirected_from) & direct.keys()
     }
     for repo_id in sorted(removed):
-        was = lock.get(repo_id).requirement
-        message = f"{repo_id} was removed from pyproject.toml but kernels.lock still requires it ({was!r})"
-        problems.append(_sync("removed", repo_id, message, None, None))
+        problems.append(Problem("removed", repo_id, None, None, asked=lock.get(repo_id).requirement))
     reachable = _reachable(lock, direct)
     for kernel in lock.kernels:
         if kernel.repo_id not in reachable and kernel.repo_id not in removed:
-            message = f"{kernel.repo_id} is in kernels.lock but no longer required by pyproject.toml or a locked kernel"
-            problems.append(_sync("orphan", kernel.repo_id, message, None, None))
+            problems.append(Problem("orphan", kernel.repo_id, None, None))
     return problems
 
 
@@ -263,12 +254,8 @@ def check_dependencies(lock: Lockfile) -> list[Problem]:
         forced = {t for t in (*texts_on[dep], entry.requirement or "") if t.startswith("revision=")}
         if f"revision={entry.version}" in forced and not _names_a_version(entry):
             continue
-        got = _label(entry)
-        message = (
-            f"{dep}: the locked {got} does not satisfy {text!r}, which {parent.repo_id} {_label(parent)} "
-            "requires of it (its kernel-depends, as kernels.lock records them)"
-        )
-        problems.append(_sync("dependency-unsatisfied", dep, message, text, got))
+        problems.append(Problem("dependency-unsatisfied", dep, None, None, text, _label(entry), by=parent.repo_id,
+                                by_locked=_label(parent)))  # fmt: skip
     return problems
 
 
@@ -278,12 +265,7 @@ def unrecorded_requirements(lock: Lockfile) -> Problem | None:
     parents = [k.repo_id for k in lock.kernels if k.kernel_depends is None]
     if not parents:
         return None
-    message = (
-        f"kernels.lock records which kernels {', '.join(parents)} depend on but not what they require of them, "
-        "so those pins are not checked against their kernel-depends; 'kernels lock' records them "
-        "(kernel_depends in each entry), keeping every pin that meets them"
-    )
-    return Problem("requirements-not-recorded", None, None, None, message)
+    return Problem("requirements-not-recorded", None, None, None, repo_ids=tuple(parents))
 
 
 def check_targets(targets: Sequence[Target], lock: Lockfile) -> list[Problem]:
@@ -292,12 +274,8 @@ def check_targets(targets: Sequence[Target], lock: Lockfile) -> list[Problem]:
     problems: list[Problem] = []
     for kernel in lock.kernels:
         for target in missing_targets(targets, kernel.variants):
-            message = (
-                f"{kernel.repo_id} {_label(kernel)}: kernels.lock has no build for the target {target.name} "
-                "(declared in [tool.kernels] targets, not served by the locked commit); "
-                "run 'kernels lock' to pick a version that has one"
-            )
-            problems.append(Problem("target-not-served", kernel.repo_id, None, None, message, target.name, None))
+            problems.append(Problem("target-not-served", kernel.repo_id, None, None, target.name, None,
+                                    locked=_label(kernel)))  # fmt: skip
     return problems
 
 
@@ -309,12 +287,7 @@ def check_trust(publishers: Sequence[str], lock: Lockfile) -> list[Problem]:
     for kernel in lock.kernels:
         allowance = kernel.trusted_as
         if allowance is not None and allowance not in publishers:
-            message = (
-                f"{kernel.repo_id}: kernels.lock trusts it because [tool.kernels.trust] publishers listed "
-                f"{allowance!r}, which pyproject.toml no longer lists; add it back, or run 'kernels lock' "
-                "to ask the Hub whether it trusts the publisher"
-            )
-            problems.append(Problem("trust-removed", kernel.repo_id, None, None, message, allowance, None))
+            problems.append(Problem("trust-removed", kernel.repo_id, None, None, allowance, None))
     return problems
 
 
@@ -332,15 +305,9 @@ def check_signatures(policy: SignaturePolicy, lock: Lockfile, *, written_by: str
                 continue
             reason = policy.problem(kernel.repo_id, signer.issuer, signer.repository, signer.workflow, signer.ref)
             if reason is not None:
-                message = f"{kernel.repo_id} build {variant}: the signer kernels.lock records is not allowed: {reason}"
                 found = describe_signer(signer.issuer, signer.repository, signer.workflow, signer.ref)
-                problems.append(Problem("signer-not-allowed", kernel.repo_id, variant, None,
-                                        f"{message}; {RELOCK_HINT}", None, found))  # fmt: skip
+                problems.append(Problem("signer-not-allowed", kernel.repo_id, variant, None, None, found, detail=reason))
     return problems
-
-
-def _sync(kind: str, repo_id: str, message: str, expected: str | None, got: str | None) -> Problem:
-    return Problem(kind, repo_id, None, None, f"{message}; {RELOCK_HINT}", expected, got)
 
 
 def entry_satisfies(entry: LockedKernel, requirement: KernelRequirement) -> bool:

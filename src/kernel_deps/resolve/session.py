@@ -25,6 +25,7 @@ from kernel_deps.resolve.resolver import PROJECT, KernelProvider, Requester, Res
 if TYPE_CHECKING:  # imported when resolving: verify and outdated read locks without the Hub client
     from kernel_deps.hub.client import HubClient
     from kernel_deps.hub.index import KernelIndex
+    from kernel_deps.trust.publishers import PublisherTrust
 
 
 def resolve_in_memory(
@@ -93,10 +94,9 @@ def _preparer(policy: SignaturePolicy) -> Callable[[], None]:
     return prepare
 
 
-def hub_trusts(index: KernelIndex, org: str) -> tuple[bool, str]:
+def hub_trusts(index: KernelIndex, org: str) -> PublisherTrust:
     """Whether the Hub trusts ``org`` as a kernel publisher, and what it said (for judge_publishers)."""
-    answer = index.publisher(org)
-    return answer.trusted, answer.reason
+    return index.publisher(org)
 
 
 def _redirected_from(requirements: Sequence[KernelRequirement], followed: Sequence[KernelRequirement]) -> dict[str, tuple[str, ...]]:

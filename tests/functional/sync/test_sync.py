@@ -414,3 +414,23 @@ def test_a_sync_killed_at_any_moment_is_completed_by_the_next_run(hub_env, proxy
     placed = kernels("verify", "--require-cached", str(project), KERNELS_CACHE=str(into))
     assert placed.returncode == 0, placed.stdout
     assert not [p for p in into.rglob("*") if p.name.endswith(".incoming")]
+
+
+def test_a_variant_placed_with_into_that_does_not_check_out_is_a_record_said_in_one_line() -> None:
+    from kernel_deps.cache.store import FileProblem, VariantCheck
+    from kernel_deps.cache.subset import PlacedMismatch, SubsetReport, placed_mismatch_text
+
+    sha = "a" * 40
+    good = VariantCheck("org/k", sha, "torch-cpu", Path("/f/x"), True, "h", "h", ())
+    bad = VariantCheck("org/k", sha, "torch-cuda", Path("/f/y"), True, "h", "g", (FileProblem("modified", "a.py", "1", "2"),))
+    missing = VariantCheck("org/j", sha, "torch-cpu", Path("/f/z"), False, "h", None, ())
+    report = SubsetReport(Path("/f"), (good, bad, missing), ())
+    assert not report.ok and SubsetReport(Path("/f"), (good,), ()).ok
+    assert [(p.kind, p.repo_id, p.variant, p.files) for p in report.problems] == [
+        ("placed-mismatch", "org/k", "torch-cuda", bad.problems), ("placed-mismatch", "org/j", "torch-cpu", ()),
+    ]  # fmt: skip
+    assert isinstance(report.problems[0], PlacedMismatch)
+    assert report.to_json()["problems"] == [placed_mismatch_text(p) for p in report.problems] == [
+        "org/k torch-cuda: placed in /f but does not match kernels.lock (a.py modified); run it again",
+        "org/j torch-cpu: placed in /f but does not match kernels.lock (missing); run it again",
+    ]

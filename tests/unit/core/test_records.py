@@ -59,7 +59,8 @@ def _former_dataclasses() -> list[tuple[object, str]]:
     from pathlib import Path
 
     from kernel_deps.cache.subset import SubsetReport, WantedVariant
-    from kernel_deps.hub.client import CommitListing, PublisherTrust, RepoRefs, TreeFile
+    from kernel_deps.hub.client import CommitListing, RepoRefs, TreeFile
+    from kernel_deps.trust.publishers import PublisherTrust
     from kernel_deps.hub.index import VariantTree
     from kernel_deps.hub.redirects import Redirect
     from kernel_deps.hub.transport import RequestSubject
@@ -79,13 +80,13 @@ def _former_dataclasses() -> list[tuple[object, str]]:
         (file, f"TreeFile(path='build/x/a.py', size=3, blob_id='{SHA}', lfs_sha256=None)"),
         (RepoRefs("org/k", "kernel", (ref,)), f"RepoRefs(repo_id='org/k', repo_type='kernel', refs=({ref!r},))"),
         (CommitListing((file,), frozenset({"build"})), f"CommitListing(build_files=({file!r},), top_level=frozenset({{'build'}}))"),
-        (PublisherTrust("org", True, "trusted"), "PublisherTrust(org='org', trusted=True, reason='trusted')"),
+        (PublisherTrust("org", True, "trusted", "hub"), "PublisherTrust(org='org', trusted=True, kind='trusted', endpoint='hub', detail=None)"),
         (RequestSubject("org/k"), "RequestSubject(repo_id='org/k', revision=None, what=None)"),
         (WantedVariant("org/k", SHA, "x", "h"), f"WantedVariant(repo_id='org/k', commit='{SHA}', variant='x', hash='h')"),
         (SubsetReport(Path("/f"), (), ()), "SubsetReport(folder=PosixPath('/f'), placed=(), removed=())"),
         (CertifiedSigner("i", "s", None, None, None),
          "CertifiedSigner(issuer='i', identity='s', repository=None, workflow=None, ref=None)"),
-        (Untrusted("org/k", ("pyproject.toml",), "no"), "Untrusted(repo_id='org/k', asked_by=('pyproject.toml',), hub_reason='no')"),
+        (Untrusted("org/k", ("pyproject.toml",), "no"), "Untrusted(repo_id='org/k', asked_by=('pyproject.toml',), hub_answer='no')"),
         (VariantTree({}, ("odd",)), "VariantTree(files={}, skipped=('odd',))"),
     ]
 

@@ -291,3 +291,21 @@ def test_get_kernel_with_a_trust_remote_code_of_another_kind_is_bad_input(front,
 
     with pytest.raises(UsageError, match="trust_remote_code=.*expected True, False, or a list of repo ids"):
         get_kernel("kernels-test/activation", version=1, trust_remote_code=value)
+
+
+def test_the_hubs_answer_about_a_publisher_is_a_kind_said_where_it_is_shown() -> None:
+    from kernel_deps.trust.publishers import PublisherTrust, publisher_trust_text
+
+    hub = "https://hub.example"
+    said = {
+        PublisherTrust("org", True, PublisherTrust.TRUSTED, hub): f"the Hub at {hub} trusts org",
+        PublisherTrust("org", False, PublisherTrust.NOT_TRUSTED, hub):
+            f"the Hub at {hub} does not trust org as a kernel publisher",
+        PublisherTrust("org", False, PublisherTrust.NO_ORGANIZATION, hub):
+            f"the Hub at {hub} could not say (HTTP 404: no such organization, or no organizations API)",
+        PublisherTrust("org", False, PublisherTrust.HUB_ERROR, hub, "HTTP 503 after 3 tries"):
+            f"the Hub at {hub} could not say (HTTP 503 after 3 tries)",
+        PublisherTrust("org", False, PublisherTrust.BAD_ANSWER, hub, "not JSON"):
+            f"the Hub at {hub} could not say (its answer: not JSON)",
+    }  # fmt: skip
+    assert {answer: publisher_trust_text(answer) for answer in said} == said
