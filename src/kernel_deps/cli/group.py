@@ -134,7 +134,7 @@ COMMAND_TABLE: dict[str, tuple[str, str, bool]] = {
     "outdated": ("outdated", "Show, per locked kernel, what --upgrade would take, newer releases and moved refs.", False),
     "remove": ("edit", "Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.", False),
     "sync": ("sync", "Lock if pyproject.toml changed, download the locked kernels, verify them (one step).", False),
-    "to-wheel": ("to_wheel", "Write the locked kernels as wheels (verified bytes only) and a hash-pinned requirements.txt.", False),
+    "to-wheel": ("to_wheel", "Write the locked kernels as wheels (verified bytes only), a hash-pinned requirements.txt and pylock.toml.", False),
     "tree": ("tree", "Show the locked kernels as a dependency tree, and the build serving each target and this machine.", False),
     "verify": ("verify", "Check that pyproject.toml, kernels.lock and the cache agree (no network unless --online).", False),
     "versions": ("versions", "List the versions (tags vX.Y.Z and branches vN) a kernel repo offers, newest first.", False),

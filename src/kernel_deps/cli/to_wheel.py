@@ -37,7 +37,7 @@ def to_wheel(
     as_json: bool,
     quiet: bool,
 ) -> None:
-    """Write the locked kernels as wheels (verified bytes only) and a hash-pinned requirements.txt."""
+    """Write the locked kernels as wheels (verified bytes only), a hash-pinned requirements.txt and pylock.toml."""
     from kernel_deps.cli.progress import download_progress
     from kernel_deps.commands.to_wheel import wheels_from_kernel, wheels_from_project
 
