@@ -15,7 +15,6 @@ command writes the text). Imports ``core.pylock``, ``core.boundedread``, ``core.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_deps.core import pylock
+from kernel_deps.core.hashing import sha256_of_file
 from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
 from kernel_deps.core.errors import KernelIntegrityError, UsageError
 from kernel_deps.lock.model import Lockfile
@@ -99,18 +99,15 @@ def _relocated(wheel: Mapping[str, Any], folder: Path, into: Path, where: str) -
     if "path" not in wheel:
         return dict(wheel)
     path = folder / wheel["path"]
-    digest, size = hashlib.sha256(), 0
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # no device or FIFO opened
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):  # no device or FIFO opened
             raise IsADirectoryError(errno.EISDIR, "not a regular file")
-        with open(path, "rb") as file:
-            for block in iter(lambda: file.read(1 << 20), b""):
-                digest.update(block)
-                size += len(block)
+        size, sha256 = info.st_size, sha256_of_file(path)
     except OSError as exc:
         raise UsageError(f"{where}: cannot read its wheel {path} ({exc.strerror or exc}); run 'kernels to-wheel' "
                          "again, then export") from None  # fmt: skip
-    if size != wheel.get("size") or digest.hexdigest() != wheel["hashes"].get("sha256"):
+    if size != wheel.get("size") or sha256 != wheel["hashes"].get("sha256"):
         raise KernelIntegrityError(f"{where}: the wheel {path} is not the file kernels to-wheel wrote (its size or "
                                    "SHA-256 differs); run 'kernels to-wheel' again, then export")  # fmt: skip
     relative = os.path.relpath(path.resolve(), Path(into).resolve())
