@@ -39,6 +39,6 @@ def download_project(
     check_choice(all_variants, variants, targets, all_targets)
     # pyproject.toml read once: its targets, and what it asks of the lock (none when the lock was copied alone).
     project = read_project_record(Path(project_dir), missing_ok=True)
-    return download_for_project(Path(project_dir), project, all_variants=all_variants, variants=variants,
-                                targets=targets, all_targets=all_targets, hub=hub, progress=progress,
-                                into=into)  # fmt: skip
+    return download_for_project(Path(project_dir) if project is None else project, all_variants=all_variants,
+                                variants=variants, targets=targets, all_targets=all_targets, hub=hub,
+                                progress=progress, into=into)  # fmt: skip
