@@ -20,7 +20,8 @@ from kernel_deps.hub.index import KernelIndex
 from kernel_deps.lock.model import LockedKernel, lock_path
 from kernel_deps.lock.read import read_lock
 from kernel_deps.project.pyproject import read_project
-from kernel_deps.resolve.resolver import Candidate, resolve, version_name
+from kernel_deps.resolve.candidates import Candidate, version_name
+from kernel_deps.resolve.resolver import resolve
 
 
 SCHEMA_VERSION = 1  # of docs/schemas/outdated.schema.json; see docs/ci.md

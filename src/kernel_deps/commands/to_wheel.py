@@ -316,7 +316,7 @@ def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> L
     from kernel_deps.trust.signers import SignaturePolicy
     from kernel_deps.hub.client import HubClient
     from kernel_deps.trust.publishers import judge_publishers, publisher_trust_text
-    from kernel_deps.resolve.resolver import Requester
+    from kernel_deps.resolve.explain import Requester
 
     requester = Requester(
         "the command line",
