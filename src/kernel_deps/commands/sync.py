@@ -25,7 +25,7 @@ from kernel_deps.checks.verification import SYNC_KINDS, VerifyReport, verify_inp
 from kernel_deps.core.errors import UsageError
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import LOCK_NAME
-from kernel_deps.fetch.project import download_for_project
+from kernel_deps.fetch.project import VariantChoice, download_for_project
 from kernel_deps.fetch.tasks import DownloadReport, Progress
 from kernel_deps.project.record import Project, no_project_error, read_project_record
 from kernel_deps.resolve.locking import LockMode, LockReport, lock_while_editing, relock
@@ -128,8 +128,9 @@ def sync_project(
                 hub = HubClient()
             # Read again under the project's edit lock: what the relock resolved is what follows.
             lock_report, project = relock(project_dir, hub=hub, notice=notice)
-    download = download_for_project(project_dir if project is None else project, targets=targets,
-                                    all_targets=all_targets, hub=hub, progress=progress)  # fmt: skip
+    download = download_for_project(project_dir if project is None else project,
+                                    VariantChoice(targets=targets, all_targets=all_targets), hub=hub,
+                                    progress=progress)  # fmt: skip
     if project is None:
         raise no_project_error(project_dir)
     overrides = verify_inputs(online=False)

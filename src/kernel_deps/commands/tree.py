@@ -79,7 +79,8 @@ class Serving(Record):
 
     def to_json(self) -> dict:
         signers = {repo_id: s.to_dict() if s else None for repo_id, s in self.signers.items()}
-        return {"name": self.name, "system": self.system.describe(), "variants": dict(self.variants), "signers": signers}
+        variants = dict(self.variants)
+        return {"name": self.name, "system": self.system.describe(), "variants": variants, "signers": signers}
 
     @property
     def unserved(self) -> list[str]:

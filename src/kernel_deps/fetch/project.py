@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core.errors import UsageError
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, targets_from_options, variants_for_targets
@@ -24,6 +25,22 @@ from kernel_deps.lock.model import LockedKernel
 if TYPE_CHECKING:
     from kernel_deps.hub.client import HubClient
     from kernel_deps.project.record import Project
+
+
+class VariantChoice(Record):
+    """Which variants of each locked kernel a run takes, as the command line asks: every one
+    (``all_variants``), the named ``variants``, the builds serving the named ``targets`` (or
+    every target the project declares, ``all_targets``); none of these: this machine's."""
+
+    __slots__ = ("all_variants", "variants", "targets", "all_targets")
+    all_variants: bool
+    variants: tuple[str, ...]
+    targets: tuple[str, ...]
+    all_targets: bool
+
+    def __init__(self, all_variants: bool = False, variants: Sequence[str] = (), targets: Sequence[str] = (),
+                 all_targets: bool = False) -> None:  # fmt: skip
+        self._init(all_variants, tuple(variants), tuple(targets), all_targets)
 
 
 def check_choice(
@@ -62,19 +79,15 @@ def served(kernel: LockedKernel, targets: Sequence[Target]) -> list[str]:
 
 def download_for_project(
     project: Project | Path,
+    choice: VariantChoice | None = None,
     *,
-    all_variants: bool = False,
-    variants: Sequence[str] = (),
-    targets: Sequence[str] = (),
-    all_targets: bool = False,
     hub: HubClient | None = None,
     progress: Progress | None = None,
     into: Path | None = None,
 ) -> DownloadReport:
     """Download what the project's ``kernels.lock`` pins (``project``: its record, or the folder of
-    a lock copied alone, with no pyproject.toml), for this machine unless told otherwise:
-    every variant, the named ``variants``, or the builds that serve the named ``targets``
-    (or every target ``project`` declares, ``all_targets``); with ``into``, then place
+    a lock copied alone, with no pyproject.toml), the variants ``choice`` names (None: this
+    machine's); with ``into``, then place
     exactly those variants in that folder (:func:`kernel_deps.cache.subset.place_subset`).
     What the project asks of the lock is judged before a byte is fetched, the same way for
     every lock format."""
@@ -87,8 +100,9 @@ def download_for_project(
     found = read_lock(lock_file, purpose="use")  # ours or kernels <= 0.16's, never rewritten
     warning = judge_for_use(found, rules, str(lock_file), "refusing to download")  # said, not refused
     declared = rules.targets if rules is not None else ()
-    chosen_targets = targets_from_options(targets, all_targets, declared, project_dir / PYPROJECT_NAME)
-    variants_for = variants_chooser(all_variants=all_variants, variants=variants, targets=chosen_targets)
+    choice = choice or VariantChoice()
+    chosen_targets = targets_from_options(choice.targets, choice.all_targets, declared, project_dir / PYPROJECT_NAME)
+    variants_for = variants_chooser(all_variants=choice.all_variants, variants=choice.variants, targets=chosen_targets)
     if into is not None:
         from kernel_deps.cache.subset import check_folder, place_subset
 
