@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core import pylock, wheelfolder
-from kernel_deps.core.records import Record
 from kernel_deps.core.errors import (
     DownloadVerificationError,
     FileWriteError,
@@ -29,6 +28,7 @@ from kernel_deps.core.errors import (
     UntrustedPublisherError,
     UsageError,
 )
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, serving_variant, targets_from_options

@@ -87,10 +87,9 @@ def download_for_project(
 ) -> DownloadReport:
     """Download what the project's ``kernels.lock`` pins (``project``: its record, or the folder of
     a lock copied alone, with no pyproject.toml), the variants ``choice`` names (None: this
-    machine's); with ``into``, then place
-    exactly those variants in that folder (:func:`kernel_deps.cache.subset.place_subset`).
-    What the project asks of the lock is judged before a byte is fetched, the same way for
-    every lock format."""
+    machine's); with ``into``, then place exactly those variants in that folder
+    (:func:`kernel_deps.cache.subset.place_subset`). What the project asks of the lock is
+    judged before a byte is fetched, the same way for every lock format."""
     from kernel_deps.lock.freshness import judge_for_use, rules_of
     from kernel_deps.lock.read import read_lock
 
@@ -100,7 +99,7 @@ def download_for_project(
     found = read_lock(lock_file, purpose="use")  # ours or kernels <= 0.16's, never rewritten
     warning = judge_for_use(found, rules, str(lock_file), "refusing to download")  # said, not refused
     declared = rules.targets if rules is not None else ()
-    choice = choice or VariantChoice()
+    choice = VariantChoice() if choice is None else choice
     chosen_targets = targets_from_options(choice.targets, choice.all_targets, declared, project_dir / PYPROJECT_NAME)
     variants_for = variants_chooser(all_variants=choice.all_variants, variants=choice.variants, targets=chosen_targets)
     if into is not None:

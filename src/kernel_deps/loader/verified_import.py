@@ -41,7 +41,7 @@ class VerifiedTree(Record):
     label: str  # "<repo id> <variant>", for messages
     folder: Path  # snapshots/<commit>/build/<variant>
     package: str  # the package folder relative to ``folder``: "" or one folder name
-    files: FrozenMap  # relative path -> content hash, as verified (a copy: the check's own may not change it)
+    files: FrozenMap  # relative path -> content hash, as verified (copied: nothing changes it after the check)
 
     def __init__(self, label: str, folder: Path, package: str, files: Mapping[str, str]) -> None:
         self._init(label, folder, package, FrozenMap(files.items()))
