@@ -10,11 +10,12 @@ relock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from kernel_deps.core import atomicfile
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
 from kernel_deps.core.spec import parse_add_argument
 from kernel_deps.project.edit import editing
@@ -27,16 +28,19 @@ if TYPE_CHECKING:
     from kernel_deps.hub.client import HubClient
 
 
-@dataclass(frozen=True, slots=True)
-class EditReport:
+class EditReport(Record):
     """What `kernels add` or `kernels remove` did: the entry changed, and the relock."""
 
+    __slots__ = ("action", "repo_id", "requirement", "lock")
     action: str  # "add" or "remove"
     repo_id: str
     # add: the value written to [tool.kernels.dependencies] (a range, a major, or a table
     # such as {revision = ...}); remove: None.
     requirement: str | int | dict | None
     lock: LockReport
+
+    def __init__(self, action: str, repo_id: str, requirement: str | int | dict | None, lock: LockReport) -> None:
+        self._init(action, repo_id, requirement, lock)
 
     def to_json(self) -> dict:
         """The relock's report, as docs/schemas/lock.schema.json describes it."""

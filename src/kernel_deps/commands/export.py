@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from kernel_deps.core import ownedfs
 from kernel_deps.core.errors import FileWriteError, LockfileError, UsageError
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.lock.formats import to_kernels016, to_kernels017
 from kernel_deps.lock.model import Lockfile, lock_path
@@ -26,15 +26,18 @@ EXPORT_FORMATS = {"kernels-0.17": to_kernels017, "kernels-0.16": to_kernels016}
 PYLOCK_FORMAT = "pylock"
 
 
-@dataclass(frozen=True, slots=True)
-class ExportReport:
+class ExportReport(Record):
     """What `kernels export` made: the text in the asked format, and where it went."""
 
+    __slots__ = ("lockfile", "format", "text", "kernels", "output")
     lockfile: Path
     format: str
     text: str
     kernels: int  # kernels in the lock exported
     output: Path | None  # the file written; None: the caller shows ``text`` (stdout)
+
+    def __init__(self, lockfile: Path, format: str, text: str, kernels: int, output: Path | None) -> None:
+        self._init(lockfile, format, text, kernels, output)
 
 
 def export_project(project_dir: Path, format_name: str, *, output: Path | None = None,

@@ -12,13 +12,13 @@ dependency is read from its ``metadata.json`` when one of its variants is in the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core import jsondoc
 from kernel_deps.core.errors import InvalidKernelMetadataError, PyprojectError
+from kernel_deps.core.records import FrozenMap, Record
 from kernel_deps.core.settings import BUILD_DIR
 from kernel_deps.core.spec import parse_kernel_depends
 from kernel_deps.core.system import SystemInfo, detect_system
@@ -31,17 +31,23 @@ SCHEMA_VERSION = 2  # of docs/schemas/tree.schema.json; see docs/ci.md
 _CHECK_CACHE = "run 'kernels verify' to check the cached files against the lock"
 
 
-@dataclass(frozen=True, slots=True)
-class TreeNode:
+class TreeNode(Record):
     """One locked kernel where it sits in the tree."""
 
+    __slots__ = ("repo_id", "version", "commit", "requirement", "required_by", "dependencies", "repeated")
     repo_id: str
     version: str | None
     commit: str
     requirement: str | None  # as its parent (or pyproject.toml) states it; None when unknown
     required_by: str | None  # the parent kernel; None for the project
-    dependencies: tuple[TreeNode, ...] = ()
-    repeated: bool = False  # shown in full higher up
+    dependencies: tuple[TreeNode, ...]
+    repeated: bool  # shown in full higher up
+
+    def __init__(
+        self, repo_id: str, version: str | None, commit: str, requirement: str | None, required_by: str | None,
+        dependencies: tuple[TreeNode, ...] = (), repeated: bool = False,
+    ) -> None:  # fmt: skip
+        self._init(repo_id, version, commit, requirement, required_by, dependencies, repeated)
 
     def to_json(self) -> dict:
         return {
@@ -55,19 +61,26 @@ class TreeNode:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Serving:
+class Serving(Record):
     """For one machine (a declared target, or this one): the build that serves each kernel."""
 
+    __slots__ = ("name", "system", "variants", "signers")
     name: str | None  # the target's name; None for this machine
     system: SystemInfo
-    variants: dict[str, str | None]
+    variants: FrozenMap  # repo id -> the variant serving it (None: no build does)
     # Who signed each serving build's metadata.json, as the lock records it (None: unsigned or no build).
-    signers: dict[str, VariantSigner | None] = field(default_factory=dict)
+    signers: FrozenMap  # repo id -> VariantSigner | None
+
+    def __init__(
+        self, name: str | None, system: SystemInfo, variants: Mapping[str, str | None],
+        signers: Mapping[str, VariantSigner | None] | None = None,
+    ) -> None:  # fmt: skip
+        self._init(name, system, FrozenMap(variants.items()), FrozenMap(() if signers is None else signers.items()))
 
     def to_json(self) -> dict:
         signers = {repo_id: s.to_dict() if s else None for repo_id, s in self.signers.items()}
-        return {"name": self.name, "system": self.system.describe(), "variants": self.variants, "signers": signers}
+        variants = dict(self.variants)
+        return {"name": self.name, "system": self.system.describe(), "variants": variants, "signers": signers}
 
     @property
     def unserved(self) -> list[str]:
@@ -75,14 +88,19 @@ class Serving:
         return [repo_id for repo_id, variant in self.variants.items() if variant is None]
 
 
-@dataclass(frozen=True, slots=True)
-class TreeReport:
+class TreeReport(Record):
     """What `kernels tree` shows."""
 
+    __slots__ = ("lockfile", "roots", "targets", "this_machine")
     lockfile: Path
     roots: tuple[TreeNode, ...]
     targets: tuple[Serving, ...]
     this_machine: Serving
+
+    def __init__(
+        self, lockfile: Path, roots: tuple[TreeNode, ...], targets: tuple[Serving, ...], this_machine: Serving,
+    ) -> None:  # fmt: skip
+        self._init(lockfile, roots, targets, this_machine)
 
     def to_json(self) -> dict:
         """The report as docs/schemas/tree.schema.json describes it."""
