@@ -19,7 +19,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from hatchling.plugin import hookimpl
 
 from kernel_deps.build_hooks import lock_for_build
-from kernel_deps.core.errors import KernelDepsError
+from kernel_deps.core.errors import KernelDepsError, render
 from kernel_deps.core.settings import LOCK_NAME
 
 
@@ -33,7 +33,7 @@ class KernelsBuildHook(BuildHookInterface):
         try:
             found = lock_for_build(Path(self.root))
         except KernelDepsError as exc:
-            self.app.abort(f"kernel-deps: {exc.message}")
+            self.app.abort(f"kernel-deps: {render(exc.subject, exc.reason, exc.hint)}")
             raise SystemExit(1) from None  # abort() exits; this line only makes that explicit
         for warning in found.warnings:
             self.app.display_warning(f"kernel-deps: {warning}")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_deps.build_hooks import lock_for_build
-from kernel_deps.core.errors import KernelDepsError
+from kernel_deps.core.errors import KernelDepsError, render
 
 
 def write_lock(cmd: Any, basename: str, filename: str) -> None:
@@ -29,7 +29,8 @@ def write_lock(cmd: Any, basename: str, filename: str) -> None:
     except KernelDepsError as exc:
         from setuptools.errors import SetupError
 
-        raise SetupError(f"kernel-deps: {exc.message}") from None  # setuptools prints "error: <message>"
+        # setuptools prints "error: <message>"
+        raise SetupError(f"kernel-deps: {render(exc.subject, exc.reason, exc.hint)}") from None
     for warning in found.warnings:
         cmd.warn(f"kernel-deps: {warning}")
     # "" (not None) removes a copy left by an earlier build, e.g. after the kernels were removed.

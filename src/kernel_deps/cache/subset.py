@@ -120,10 +120,17 @@ def check_folder(folder: Path, root: Path, *, project: Path | None = None) -> No
     one), not a link, and new, empty, or holding the record of an earlier ``--into``."""
     folder = Path(folder)
     if os.path.islink(folder):
-        raise UsageError(f"--into {folder}: is a symbolic link; name the folder itself (kernels --into writes "
-                         "through no link)")  # fmt: skip
+        raise UsageError(
+            "is a symbolic link",
+            subject=f"--into {folder}",
+            hint="name the folder itself (kernels --into writes through no link)",
+        )
     if folder.exists() and not folder.is_dir():
-        raise UsageError(f"--into {folder}: not a folder; name a folder (it is created when missing)")
+        raise UsageError(
+            "not a folder",
+            subject=f"--into {folder}",
+            hint="name a folder (it is created when missing)",
+        )
     for what, place in _protected(Path(root), project):
         if ownedfs.is_within(folder, place):
             where = "is" if os.path.realpath(folder) == os.path.realpath(place) else "lies inside"
@@ -131,8 +138,11 @@ def check_folder(folder: Path, root: Path, *, project: Path | None = None) -> No
             where = "holds"
         else:
             continue
-        raise UsageError(f"--into {folder}: {where} {what} ({place}), which --into would overwrite; "
-                         "name a folder of its own, outside the project and the caches")  # fmt: skip
+        raise UsageError(
+            f"{where} {what} ({place}), which --into would overwrite",
+            subject=f"--into {folder}",
+            hint="name a folder of its own, outside the project and the caches",
+        )
     if folder.is_dir():
         _read_record(folder)
 
@@ -160,18 +170,27 @@ def _read_record(folder: Path) -> list[str]:
         placed = ownedfs.read_record(folder, RECORD_NAME, _RECORD_KEY)
     except (OSError, ValueError) as exc:  # JSONDocumentError is a ValueError
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        raise UsageError(f"--into {folder}: {RECORD_NAME} is not the record kernels --into writes ({reason}); "
-                         "empty the folder, or name another one") from None  # fmt: skip
+        raise UsageError(
+            f"{RECORD_NAME} is not the record kernels --into writes ({reason})",
+            subject=f"--into {folder}",
+            hint="empty the folder, or name another one",
+        ) from None
     if placed is None:
         with os.scandir(folder) as entries:
             if next(entries, None) is not None:
-                raise UsageError(f"--into {folder}: not empty, and not a folder kernels --into wrote "
-                                 f"(no {RECORD_NAME}); name a new or empty folder")  # fmt: skip
+                raise UsageError(
+                    f"not empty, and not a folder kernels --into wrote (no {RECORD_NAME})",
+                    subject=f"--into {folder}",
+                    hint="name a new or empty folder",
+                )
         return []
     for path in placed:
         if _kind(path) is None:
-            raise UsageError(f"--into {folder}: {RECORD_NAME} lists {path!r}, which --into never places; "
-                             "empty the folder, or name another one")  # fmt: skip
+            raise UsageError(
+                f"{RECORD_NAME} lists {path!r}, which --into never places",
+                subject=f"--into {folder}",
+                hint="empty the folder, or name another one",
+            )
     return placed
 
 
@@ -225,7 +244,7 @@ def place_subset(
         ownedfs.write_record(folder, RECORD_NAME, _RECORD_KEY, set(placing) - staging)
     except OSError as exc:
         where = exc.filename or folder
-        raise FileWriteError(f"--into {folder}: cannot write {where} ({exc.strerror or exc})") from None
+        raise FileWriteError(f"cannot write {where} ({exc.strerror or exc})", subject=f"--into {folder}") from None
     placed = tuple(store.check_variant(w.repo_id, w.commit, w.variant, w.hash, root=folder) for w in wanted)
     return SubsetReport(folder, placed, tuple(removed))
 
@@ -236,17 +255,28 @@ def _check_place(folder: Path, rel: str, kind: str, earlier: set[str]) -> None:
     path = folder / rel
     link = ownedfs.link_on_the_way(folder, path) if folder.is_dir() else None
     if link is not None:
-        raise LinkedPathError(f"--into {folder}: {link} is a symbolic link, which --into did not create and writes "
-                              "nothing through; remove it", path=link)  # fmt: skip
+        raise LinkedPathError(
+            f"{link} is a symbolic link, which --into did not create and writes nothing through",
+            path=link,
+            subject=f"--into {folder}",
+            hint="remove it",
+        )
     try:
         info = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return
     if rel not in earlier:
-        raise UsageError(f"--into {folder}: {path} is in the way and --into did not place it; "
-                         "remove it, or name another folder")  # fmt: skip
+        raise UsageError(
+            f"{path} is in the way and --into did not place it",
+            subject=f"--into {folder}",
+            hint="remove it, or name another folder",
+        )
     if not _of_kind(path, info, kind):
-        raise UsageError(f"--into {folder}: {path} is not what --into placed there; remove it, or name another folder")
+        raise UsageError(
+            f"{path} is not what --into placed there",
+            subject=f"--into {folder}",
+            hint="remove it, or name another folder",
+        )
 
 
 def _of_kind(path: Path, info: os.stat_result, kind: str) -> bool:

@@ -60,14 +60,17 @@ def echo_json(payload: dict) -> None:
 
 
 # docs/schemas/error.schema.json's version; see docs/ci.md
-ERROR_SCHEMA_VERSION = 2
+ERROR_SCHEMA_VERSION = 3
 
 
 def _error_payload(exc: KernelDepsError) -> dict:
-    """What a --json command prints instead of its report (docs/schemas/error.schema.json)."""
-    from kernel_deps.core.errors import ResolutionError
+    """What a --json command prints instead of its report (docs/schemas/error.schema.json): the
+    error's fields, and its line rendered from them."""
+    from kernel_deps.core.errors import ResolutionError, render
 
-    payload = {"schema_version": ERROR_SCHEMA_VERSION, "ok": False, "error": exc.message, "exit_code": exc.exit_code}
+    payload = {"schema_version": ERROR_SCHEMA_VERSION, "ok": False, "error": render(exc.subject, exc.reason, exc.hint),
+               "exit_code": exc.exit_code, "kind": exc.kind, "subject": exc.subject, "reason": exc.reason,
+               "hint": exc.hint}  # fmt: skip
     conflict = exc.to_json() if isinstance(exc, ResolutionError) else None
     if conflict is not None:
         payload["conflict"] = conflict
@@ -75,10 +78,13 @@ def _error_payload(exc: KernelDepsError) -> dict:
 
 
 def _exit_on_error(exc: KernelDepsError, *, as_json: bool) -> NoReturn:
-    """End the command on ``exc``: its JSON document on stdout with --json, one line on stderr."""
+    """End the command on ``exc``: its JSON document on stdout with --json, one line on stderr
+    rendered from its fields."""
+    from kernel_deps.core.errors import render
+
     if as_json:  # scripts still get JSON, on stdout
         echo_json(_error_payload(exc))
-    click.echo(f"{colour('error:', fg='red', bold=True)} {exc.message}", err=True)
+    click.echo(f"{colour('error:', fg='red', bold=True)} {render(exc.subject, exc.reason, exc.hint)}", err=True)
     sys.exit(exc.exit_code)
 
 

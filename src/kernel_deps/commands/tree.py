@@ -173,7 +173,7 @@ def _stated_requirements(kernel: LockedKernel, cache_root: Path | None) -> dict[
         except jsondoc.JSONDocumentError as exc:
             raise InvalidKernelMetadataError(f"{source} cannot be read: {exc}; {_CHECK_CACHE}") from None
         except PyprojectError as exc:
-            raise InvalidKernelMetadataError(f"{exc.message}; {_CHECK_CACHE}") from None
+            raise InvalidKernelMetadataError(exc.reason, subject=exc.subject, hint=_CHECK_CACHE) from exc
         return {req.repo_id: req.text for req in requirements}
     return {}
 

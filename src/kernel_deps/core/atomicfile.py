@@ -45,7 +45,11 @@ def write_text(path: Path, text: str) -> None:
         _replace(Path(os.path.realpath(path)), text.encode("utf-8"))  # through a symlink, at its target
     except OSError as exc:
         reason = exc.strerror or exc
-        raise FileWriteError(f"{path}: cannot write ({reason}); check the folder's permissions and free space") from None
+        raise FileWriteError(
+            f"cannot write ({reason})",
+            subject=path,
+            hint="check the folder's permissions and free space",
+        ) from None
 
 
 def write_bytes(path: Path, data: bytes) -> None:
@@ -54,8 +58,11 @@ def write_bytes(path: Path, data: bytes) -> None:
         _replace(Path(os.path.realpath(path)), data)
     except OSError as exc:
         reason = exc.strerror or exc
-        raise FileWriteError(f"{path}: cannot write ({reason}); check the folder's permissions and free "
-                             "space") from None  # fmt: skip
+        raise FileWriteError(
+            f"cannot write ({reason})",
+            subject=path,
+            hint="check the folder's permissions and free space",
+        ) from None
 
 
 def write_text_if_changed(path: Path, text: str) -> bool:
@@ -85,8 +92,11 @@ def write_together(files: Mapping[Path, str], *, journal: Path) -> None:
     try:
         _replace(journal, json.dumps({_FORMAT_KEY: _FORMAT, "files": entries}).encode("utf-8"))  # the commit point
     except OSError as exc:
-        raise FileWriteError(f"{journal}: cannot write ({exc.strerror or exc}); check the folder's permissions "
-                             "and free space; nothing was changed") from None  # fmt: skip
+        raise FileWriteError(
+            f"cannot write ({exc.strerror or exc})",
+            subject=journal,
+            hint="check the folder's permissions and free space; nothing was changed",
+        ) from None
     _apply(journal, [(Path(path), text.encode("utf-8")) for path, text in files.items()])
 
 
@@ -182,8 +192,9 @@ def _show(value: object) -> str:
 def _refused(journal: Path, names: Collection[str], reason: str) -> EditJournalError:
     files = " and ".join(sorted(names))
     return EditJournalError(
-        f"{journal}: refused, not an interrupted edit of {files} ({reason}); it was left in place: "
-        f"check {files}, then delete it"
+        f"refused, not an interrupted edit of {files} ({reason}); it was left in place: "
+        f"check {files}, then delete it",
+        subject=journal,
     )
 
 
@@ -194,7 +205,7 @@ def _state(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise FileWriteError(f"{path}: cannot read ({exc.strerror or exc}); nothing was changed") from None
+        raise FileWriteError(f"cannot read ({exc.strerror or exc}); nothing was changed", subject=path) from None
 
 
 def _digest(data: bytes | None) -> str | None:
@@ -207,8 +218,14 @@ def _apply(journal: Path, files: list[tuple[Path, bytes]]) -> None:
         try:
             _write_through(path, data)
         except OSError as exc:
-            raise FileWriteError(f"{path}: cannot write ({exc.strerror or exc}); check the folder's permissions and "
-                                 f"free space, then run the command again to finish the change in {journal}") from None  # fmt: skip
+            raise FileWriteError(
+                f"cannot write ({exc.strerror or exc})",
+                subject=path,
+                hint=(
+                    "check the folder's permissions and free space, then run the command again to finish "
+                    f"the change in {journal}"
+                ),
+            ) from None
     Path(journal).unlink(missing_ok=True)
     _sync_folder(Path(journal).parent)
 

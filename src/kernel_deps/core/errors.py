@@ -1,9 +1,13 @@
 """The one error hierarchy of kernel-deps.
 
-Errors carry data and a message; they never print. The CLI renders each one once, as a
+Errors carry data; they never print. Each holds what it is about (``subject``: a file, key,
+kernel or flag), what is wrong (``reason``) and what to do (``hint``, or None), and a stable
+``kind`` code (docs/schemas/error.schema.json lists them). :attr:`KernelDepsError.message`
+is those fields told in one rule (:func:`render`); the CLI renders each error once, as a
 single line, and exits with the error's ``exit_code`` (1: a problem found, 2: bad input).
-Every message is redacted when the error is made (:func:`kernel_deps.core.redaction.redact`):
+Every field is redacted when the error is made (:func:`kernel_deps.core.redaction.redact`):
 no error, whatever text from a lower layer it quotes, holds a URL's user-info or a token.
+A lower error re-raised as another takes its fields (``reason=exc.reason``), never its text.
 """
 
 from __future__ import annotations
@@ -14,58 +18,76 @@ from kernel_deps.core.records import Record
 from kernel_deps.core.redaction import redact, shown_url
 
 
+def render(subject: str | None, reason: str | None, hint: str | None) -> str:
+    """An error's line: ``subject: reason; hint``, each part left out when None; a reason of
+    several lines gets its hint on a line of its own (``hint: ...``)."""
+    text = reason or ""
+    if subject:
+        text = f"{subject}: {text}" if text else subject
+    if hint:
+        text = (f"{text}\nhint: {hint}" if "\n" in text else f"{text}; {hint}") if text else hint
+    return text
+
+
 class KernelDepsError(Exception):
-    """Base of every foreseeable kernel-deps failure."""
+    """Base of every foreseeable kernel-deps failure. A single positional text is the reason."""
 
     exit_code = 1
+    kind = "error"
 
-    def __init__(self, message: str) -> None:
-        message = redact(message)
-        super().__init__(message)
-        self.message = message
+    def __init__(self, reason: object = None, *, subject: object = None, hint: object = None) -> None:
+        # Each field as text (a path, a lower exception's text), redacted.
+        self.subject = None if subject is None else redact(str(subject))
+        self.reason = None if reason is None else redact(str(reason))
+        self.hint = None if hint is None else redact(str(hint))
+        self.message = render(self.subject, self.reason, self.hint)
+        super().__init__(self.message)
 
 
 class UsageError(KernelDepsError):
     """The user's input (arguments, pyproject, lock) is invalid."""
-
+    kind = "usage"
     exit_code = 2
 
 
 class InvalidRepoIdError(UsageError):
     """A kernel repo id is not of the form ``org/name``."""
+    kind = "repo-id-invalid"
 
 
 class HubError(KernelDepsError):
     """The Hub could not answer a question kernel-deps asked."""
+    kind = "hub-error"
 
 
 class RepoNotFoundError(HubError):
     """No kernel (or legacy model) repo of that id exists, or it is private."""
+    kind = "repo-not-found"
 
     def __init__(self, repo_id: str, endpoint: str) -> None:
         endpoint = shown_url(endpoint)  # the Hub's address as messages show it, credentials hidden
-        super().__init__(
-            f"kernel repo {repo_id!r} not found on {endpoint}; check the name, "
-            "or set HF_TOKEN if the repo is private"
-        )
+        super().__init__(f"kernel repo not found on {endpoint}", subject=repo_id,
+                         hint="check the name, or set HF_TOKEN if the repo is private")  # fmt: skip
         self.repo_id = repo_id
         self.endpoint = endpoint
 
 
 class RevisionNotFoundError(HubError):
     """A revision (branch, tag or commit) does not exist in a repo."""
+    kind = "revision-not-found"
 
     def __init__(self, repo_id: str, revision: str) -> None:
-        super().__init__(f"{repo_id}: revision {revision!r} not found on the Hub")
+        super().__init__(f"revision {revision!r} not found on the Hub", subject=repo_id)
         self.repo_id = repo_id
         self.revision = revision
 
 
 class PathNotFoundError(HubError):
     """A commit exists, but a file or folder is not in it."""
+    kind = "path-not-found"
 
     def __init__(self, repo_id: str, revision: str, path: str) -> None:
-        super().__init__(f"{repo_id}: the Hub has no {path} at {revision[:12]}")
+        super().__init__(f"the Hub has no {path} at {revision[:12]}", subject=repo_id)
         self.repo_id = repo_id
         self.revision = revision
         self.path = path
@@ -73,22 +95,27 @@ class PathNotFoundError(HubError):
 
 class HubAuthError(HubError):
     """The Hub refused the request for lack of (valid) credentials."""
+    kind = "hub-auth"
 
 
 class HubUnavailableError(HubError):
     """The Hub could not be reached or kept failing after retries."""
+    kind = "hub-unavailable"
 
 
 class OfflineError(HubError):
     """The operation needs the Hub but offline mode is on."""
+    kind = "offline"
 
 
 class PyprojectError(UsageError):
     """``pyproject.toml`` is missing, unreadable, or has an invalid kernels table."""
+    kind = "pyproject-invalid"
 
 
 class LockfileError(UsageError):
     """``kernels.lock`` is unreadable or malformed; the message names the bad entry and key."""
+    kind = "lockfile-invalid"
 
 
 class ConflictCause(Record):
@@ -160,22 +187,23 @@ class ResolutionError(KernelDepsError):
     asked), ``offered`` (the versions each repo has), ``requester`` (who asked for the
     top-level requirements) and ``hint`` (what to change); see :meth:`conflict`.
     """
+    kind = "resolution-impossible"
 
     def __init__(
         self,
-        message: str,
+        reason: str | None = None,
         *,
+        subject: object = None,
         causes: tuple[ConflictCause, ...] = (),
         offered: tuple[OfferedVersions, ...] = (),
         requester: str = "project",
         hint: str | None = None,
         unserved: tuple[UnservedCandidate, ...] = (),
     ) -> None:
-        super().__init__(message)
+        super().__init__(reason, subject=subject, hint=hint)
         self.causes = causes
         self.offered = offered
         self.requester = requester
-        self.hint = hint
         self.unserved = unserved
 
     @classmethod
@@ -190,7 +218,6 @@ class ResolutionError(KernelDepsError):
         for found in offered:
             branches = f" (branches {', '.join(found.branches)})" if found.branches else ""
             lines.append(f"  versions of {found.repo_id}: {', '.join(found.tags) or 'none'}{branches}")
-        lines.append(f"hint: {hint}")
         return cls("\n".join(lines), causes=tuple(causes), offered=tuple(offered), requester=requester, hint=hint)
 
     @classmethod
@@ -208,7 +235,6 @@ class ResolutionError(KernelDepsError):
         if len(candidates) > UNSERVED_SHOWN:
             older = len(candidates) - UNSERVED_SHOWN
             lines.append(f"  ... and {older} older versions in range, none serving every target")
-        lines.append(f"hint: {hint}")
         return cls("\n".join(lines), causes=tuple(causes), hint=hint, unserved=tuple(candidates))
 
     def to_json(self) -> dict | None:
@@ -227,85 +253,105 @@ class ResolutionError(KernelDepsError):
 
 class InvalidKernelMetadataError(KernelDepsError):
     """A kernel's ``metadata.json`` on the Hub is malformed or declares unreadable dependencies."""
+    kind = "kernel-metadata-invalid"
 
 
 class FileWriteError(KernelDepsError):
     """A file could not be written (permissions, full disk); nothing was half-written."""
+    kind = "write-failed"
 
 
 class LinkedPathError(UsageError):
     """A symbolic link where a command would write or delete: refused, never followed
     (``core.ownedfs``); ``path`` is the link."""
+    kind = "linked-path"
 
-    def __init__(self, message: str, *, path: object = None) -> None:
-        super().__init__(message)
+    def __init__(self, reason: str | None = None, *, subject: object = None, hint: str | None = None,
+                 path: object = None) -> None:  # fmt: skip
+        super().__init__(reason, subject=subject, hint=hint)
         self.path = path
 
 
 class PendingEditError(KernelDepsError):
     """An edit journal lies beside pyproject.toml and kernels.lock: a command that only reads
     neither applies it nor trusts the files it would change."""
+    kind = "edit-pending"
 
 
 class EditJournalError(UsageError):
     """An edit journal that does not prove to be an interrupted edit of the project's own
     files (unreadable, naming another file, or not matching them): refused and left."""
+    kind = "edit-journal-invalid"
 
 
 class ProjectBusyError(KernelDepsError):
     """Another command held the project's edit lock for the whole time budget."""
+    kind = "project-busy"
 
 
 class CacheBusyError(KernelDepsError):
     """Another process held a download lock of the cache for the whole time budget."""
+    kind = "cache-busy"
 
 
 class DownloadVerificationError(KernelDepsError):
     """What the Hub served does not match what kernels.lock pins."""
+    kind = "download-mismatch"
 
 
 class UnsafeRepoContentError(KernelDepsError):
     """A repo's tree names a path kernel-deps refuses to write."""
+    kind = "repo-content-unsafe"
 
 
 class KernelNotLockedError(KernelDepsError):
     """The lock in use does not list the requested kernel."""
+    kind = "kernel-not-locked"
 
 
 class LockNotFoundError(KernelDepsError):
     """No kernels.lock could be found for the caller."""
+    kind = "lock-not-found"
 
 
 class KernelNotCachedError(KernelDepsError):
     """The locked variant is not in the cache and the network may not be used."""
+    kind = "kernel-not-cached"
 
 
 class KernelIntegrityError(KernelDepsError):
     """The cached variant's files differ from what the lock pins."""
+    kind = "kernel-integrity"
 
 
 class KernelCacheReadError(KernelDepsError):
     """A cached kernel file could not be read (permissions, a folder where a file belongs)."""
+    kind = "cache-read-failed"
 
 
 class KernelImportError(KernelDepsError):
     """The verified variant failed to import."""
+    kind = "kernel-import-failed"
 
 
 class TargetNotServedError(KernelDepsError):
     """The lock has no build for a deployment target asked for."""
+    kind = "target-not-served"
 
 
 class UntrustedPublisherError(KernelDepsError):
     """A kernel to be locked comes from a publisher neither the Hub nor the project trusts."""
+    kind = "publisher-untrusted"
 
 
 class LockPolicyError(KernelDepsError):
     """The lock does not show what the project's policy asks (a signer, an allowed publisher);
     ``problems`` holds each finding."""
+    kind = "lock-policy"
 
-    def __init__(self, message: str, problems: tuple = ()) -> None:
-        super().__init__(message)
+    def __init__(self, reason: str | None = None, problems: tuple = (), *, subject: object = None,
+                 hint: str | None = None) -> None:  # fmt: skip
+        super().__init__(reason, subject=subject, hint=hint)
         self.problems = tuple(problems)
 
 
@@ -313,16 +359,20 @@ class SignatureError(KernelDepsError):
     """A variant's Sigstore signature is invalid, its signer is not one the project allows, or
     it is unsigned while the project requires signatures; names kernel, variant, expected and found.
     ``refused`` holds the refusal records the message was made from (``trust.signatures.VariantRefusal``)."""
+    kind = "signature-refused"
 
-    def __init__(self, message: str, refused: Sequence[object] = ()) -> None:
-        super().__init__(message)
+    def __init__(self, reason: str | None = None, refused: Sequence[object] = (), *, subject: object = None,
+                 hint: str | None = None) -> None:  # fmt: skip
+        super().__init__(reason, subject=subject, hint=hint)
         self.refused = tuple(refused)
 
 
 class DigestMismatchError(KernelDepsError):
     """Files of a variant do not match the digest its ``metadata.json`` declares; ``refused`` as
     for :class:`SignatureError`."""
+    kind = "digest-mismatch"
 
-    def __init__(self, message: str, refused: Sequence[object] = ()) -> None:
-        super().__init__(message)
+    def __init__(self, reason: str | None = None, refused: Sequence[object] = (), *, subject: object = None,
+                 hint: str | None = None) -> None:  # fmt: skip
+        super().__init__(reason, subject=subject, hint=hint)
         self.refused = tuple(refused)

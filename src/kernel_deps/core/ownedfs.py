@@ -57,9 +57,11 @@ _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW
 
 def _linked(path: Path) -> LinkedPathError:
     return LinkedPathError(
-        f"{path}: is a symbolic link; kernel-deps writes and deletes nothing through a link it did not create: "
-        "remove the link, or name another folder",
+        "is a symbolic link",
         path=path,
+        subject=path,
+        hint="kernel-deps writes and deletes nothing through a link it did not create: remove the link, or name "
+        "another folder",
     )
 
 

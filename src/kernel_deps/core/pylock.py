@@ -124,7 +124,10 @@ def attestation_identity(signer: Signer) -> dict[str, str]:
 def check_wheel_url(base: str | None) -> None:
     """UsageError unless ``base`` (``--wheel-url``) is None or an http(s):// or file:// URL."""
     if base is not None and not base.startswith(("https://", "http://", "file://")):
-        raise UsageError(f"--wheel-url {base}: expected the http(s):// or file:// URL the wheels are published under")
+        raise UsageError(
+            "expected the http(s):// or file:// URL the wheels are published under",
+            subject=f"--wheel-url {base}",
+        )
 
 
 def _wheel_url(base: str, filename: str) -> str:

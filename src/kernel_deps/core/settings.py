@@ -63,7 +63,7 @@ def hash_threads() -> int:
         except ValueError:
             raise UsageError(f"{HASH_THREADS_ENV}={value!r} is not a whole number of threads") from None
         if count < 1:
-            raise UsageError(f"{HASH_THREADS_ENV}={value!r}: set it to 1 or more")
+            raise UsageError("set it to 1 or more", subject=f"{HASH_THREADS_ENV}={value!r}")
         return count
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cores, MAX_HASH_THREADS))
@@ -92,7 +92,7 @@ def env_flag(name: str) -> bool:
         return True
     if value in _FALSE:
         return False
-    raise UsageError(f"{name}={raw!r}: expected 1 or 0 (also true/false, yes/no, on/off)")
+    raise UsageError("expected 1 or 0 (also true/false, yes/no, on/off)", subject=f"{name}={raw!r}")
 
 
 def env_seconds(name: str, default: float) -> float:
@@ -106,7 +106,7 @@ def env_seconds(name: str, default: float) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise UsageError(f"{name}={raw!r}: expected a number of seconds (0 or more, finite)")
+        raise UsageError("expected a number of seconds (0 or more, finite)", subject=f"{name}={raw!r}")
     return value
 
 
@@ -155,13 +155,15 @@ def local_overrides() -> dict[str, Path]:
                 problem = f"{repo_id!r} is not a repo id of the form org/name"
         if problem is not None:
             raise UsageError(
-                f"{LOCAL_KERNELS_ENV}: invalid entry {entry!r}: {problem}; "
-                "set it to org/name=/path/to/build, several joined by ':' (or unset it)"
+                f"invalid entry {entry!r}: {problem}",
+                subject=LOCAL_KERNELS_ENV,
+                hint="set it to org/name=/path/to/build, several joined by ':' (or unset it)",
             )
         if repo_id in overrides:
             raise UsageError(
-                f"{LOCAL_KERNELS_ENV}: {repo_id} is listed twice (={overrides[repo_id]} and ={path}); "
-                "keep one entry for it"
+                f"{repo_id} is listed twice (={overrides[repo_id]} and ={path})",
+                subject=LOCAL_KERNELS_ENV,
+                hint="keep one entry for it",
             )
         overrides[repo_id] = Path(path)
     return overrides

@@ -138,7 +138,11 @@ def parse_requirement(repo_id: str, value: object, *, source: str, line: int | N
 def parse_kernel_depends(entries: object, *, source: str) -> list[KernelRequirement]:
     """The requirements of a kernel's metadata.json ``kernel-depends`` list, in order."""
     if not isinstance(entries, list):
-        raise pyproject_error(f"{source}: kernel-depends = {show_toml(entries)}: not a list; {_EXPECTED_DEPENDS} entries")
+        raise pyproject_error(
+            f"kernel-depends = {show_toml(entries)}: not a list",
+            subject=source,
+            hint=f"{_EXPECTED_DEPENDS} entries",
+        )
     found: list[KernelRequirement] = []
     for index, entry in enumerate(entries):
         try:
@@ -150,8 +154,11 @@ def parse_kernel_depends(entries: object, *, source: str) -> list[KernelRequirem
             if any(other.repo_id == found[-1].repo_id for other in found[:-1]):
                 raise InvalidEntry(f"{found[-1].repo_id} is listed twice", hint=False)
         except InvalidEntry as exc:
-            hint = f"; {_EXPECTED_DEPENDS}" if exc.hint else ""
-            raise pyproject_error(f"{source}: kernel-depends[{index}] = {show_toml(entry)}: {exc.problem}{hint}") from None
+            raise pyproject_error(
+                f"kernel-depends[{index}] = {show_toml(entry)}: {exc.problem}",
+                subject=source,
+                hint=_EXPECTED_DEPENDS if exc.hint else None,
+            ) from None
     return found
 
 
@@ -159,7 +166,7 @@ def parse_add_argument(arg: str) -> tuple[str, str | dict[str, str] | None]:
     """Split ``ORG/NAME``, ``ORG/NAME<specifier>`` or ``ORG/NAME@REVISION`` into repo id and value."""
     match = re.match(_ADD_ARG, arg)
     if match is None:
-        raise UsageError(_one_line(f"invalid kernel requirement {show_toml(arg)}; {_EXPECTED_ARG}"))
+        raise UsageError(_one_line(f"invalid kernel requirement {show_toml(arg)}"), hint=_EXPECTED_ARG)
     repo_id = validate_repo_id(match["id"])
     value: str | dict[str, str] | None = match["spec"].strip() if match["spec"] is not None else None
     value = {"revision": match["rev"]} if match["rev"] is not None else value
@@ -167,8 +174,8 @@ def parse_add_argument(arg: str) -> tuple[str, str | dict[str, str] | None]:
         if value is not None:
             requirement_from_value(repo_id, value)
     except InvalidEntry as exc:
-        hint = f"; {_EXPECTED_ARG}" if exc.hint else ""
-        raise UsageError(_one_line(f"invalid kernel requirement {show_toml(arg)}: {exc.problem}{hint}")) from None
+        raise UsageError(_one_line(f"invalid kernel requirement {show_toml(arg)}: {exc.problem}"),
+                         hint=_EXPECTED_ARG if exc.hint else None) from None  # fmt: skip
     return repo_id, value
 
 
@@ -177,7 +184,7 @@ def requirement_from_value(repo_id: object, value: object) -> KernelRequirement:
     try:
         repo_id = validate_repo_id(repo_id)  # type: ignore[arg-type]
     except InvalidRepoIdError as exc:
-        raise InvalidEntry(exc.message, hint=False) from None
+        raise InvalidEntry(exc.reason, hint=False) from None
     if isinstance(value, dict):
         unknown = [key for key in value if key not in ("version", "revision")]
         if unknown:
@@ -235,13 +242,18 @@ def _revision(value: object) -> str:
 
 def entry_error(exc: InvalidEntry, repo_id: object, value: object, where: str, more: str = "") -> PyprojectError:
     """The one-line error for a bad ``[tool.kernels.dependencies]`` entry."""
-    hint = f"; {_EXPECTED}" if exc.hint else ""
-    return pyproject_error(f"{where}: {TABLE} {show_toml(repo_id)} = {show_toml(value)}: {exc.problem}{hint}{more}")
+    reason = f"{TABLE} {show_toml(repo_id)} = {show_toml(value)}: {exc.problem}"
+    if not exc.hint:
+        return pyproject_error(f"{reason}{more}", subject=where)
+    return pyproject_error(reason, subject=where, hint=f"{_EXPECTED}{more}")
 
 
-def pyproject_error(message: str) -> PyprojectError:
-    """A PyprojectError whose message is one line whatever the input held."""
-    return PyprojectError(_one_line(message))
+def pyproject_error(reason: str | None = None, *, subject: object = None, hint: str | None = None) -> PyprojectError:
+    """A PyprojectError whose fields are each one line whatever the input held."""
+    def line(text: object) -> str | None:
+        return None if text is None else _one_line(str(text))
+
+    return PyprojectError(line(reason), subject=line(subject), hint=line(hint))
 
 
 def _one_line(text: str) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Iterable, Sequence
 
-from kernel_deps.core.errors import UsageError
+from kernel_deps.core.errors import UsageError, render
 from kernel_deps.core.records import Record
 from kernel_deps.core.system import SystemInfo
 from kernel_deps.core.variants import InvalidVariantError, parse_variant, rank_variants, system_for_variant
@@ -58,7 +58,7 @@ def parse_target(name: object) -> Target:
     try:
         system = system_for_variant(name)
     except InvalidVariantError as exc:
-        raise InvalidTargetName(exc.message) from None
+        raise InvalidTargetName(render(exc.subject, exc.reason, exc.hint)) from None
     return Target(name, system)
 
 
@@ -97,7 +97,7 @@ def targets_from_options(
         try:
             found.append(parse_target(name))
         except InvalidTargetName as exc:
-            raise UsageError(f"--target {name}: {exc}") from None
+            raise UsageError(exc, subject=f"--target {name}") from None
     return tuple(found)
 
 
@@ -136,9 +136,12 @@ def variants_for_targets(repo_id: str, names: Iterable[str], targets: Sequence[T
         if name is None:
             locked = ", ".join(sorted(names)) or "none"
             raise TargetNotServedError(
-                f"--target {target.name}: {repo_id} {locked_as} has no build for it "
-                f"(locked: {locked}); declare it in [tool.kernels] targets and run 'kernels lock' to pick a "
-                "version that has one"
+                f"{repo_id} {locked_as} has no build for it (locked: {locked})",
+                subject=f"--target {target.name}",
+                hint=(
+                    "declare it in [tool.kernels] targets and run 'kernels lock' to pick a version that "
+                    "has one"
+                ),
             )
         chosen.add(name)
     return sorted(chosen)

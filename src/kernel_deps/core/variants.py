@@ -80,12 +80,11 @@ METAL_MIN_MACOS = (26, 0)
 
 class NoMatchingVariantError(KernelDepsError):
     """No build variant of a kernel fits this system; ``reasons`` maps each name to why."""
+    kind = "no-matching-variant"
 
     def __init__(self, repo_id: str, system: SystemInfo, reasons: dict[str, str]) -> None:
         listed = ", ".join(f"{_display_name(n)} ({r})" for n, r in reasons.items()) or "none"
-        super().__init__(
-            f"{repo_id}: no variant for this system ({system.describe()}); available: {listed}"
-        )
+        super().__init__(f"no variant for this system ({system.describe()}); available: {listed}", subject=repo_id)
         self.repo_id = repo_id
         self.system = system
         self.reasons = reasons
@@ -93,6 +92,7 @@ class NoMatchingVariantError(KernelDepsError):
 
 class InvalidVariantError(UsageError):
     """A variant name given by the user is not one a system can be described from."""
+    kind = "variant-invalid"
 
 
 class Variant(Record):
@@ -167,20 +167,16 @@ def system_for_variant(name: str) -> SystemInfo:
     """
     variant = parse_variant(name)
     if variant is None:
-        raise InvalidVariantError(
-            f"{name!r} is not a valid variant name; expected one like torch213-cxx11-cu128-x86_64-linux"
-        )
+        raise InvalidVariantError(f"{name!r} is not a valid variant name",
+                                  hint="expected one like torch213-cxx11-cu128-x86_64-linux")  # fmt: skip
     if variant.noarch or variant.framework != "torch":
-        raise InvalidVariantError(
-            f"variant {name!r} does not name a torch version, arch and os; "
-            "pass an arch build like torch213-cxx11-cu128-x86_64-linux"
-        )
+        raise InvalidVariantError(f"variant {name!r} does not name a torch version, arch and os",
+                                  hint="pass an arch build like torch213-cxx11-cu128-x86_64-linux")  # fmt: skip
     assert variant.arch is not None and variant.os is not None
     if variant.cxx11 is not None and variant.os != "linux":
-        raise InvalidVariantError(
-            f"variant {name!r} has a C++ ABI tag, which only linux builds use; "
-            f"pass it without the tag, like {name.replace('-cxx11', '').replace('-cxx98', '')}"
-        )
+        plain = name.replace("-cxx11", "").replace("-cxx98", "")
+        raise InvalidVariantError(f"variant {name!r} has a C++ ABI tag, which only linux builds use",
+                                  hint=f"pass it without the tag, like {plain}")  # fmt: skip
     torch_version = variant.torch_version or variant.stable_abi
     macos = METAL_MIN_MACOS if variant.os == "darwin" else None
     return SystemInfo(
@@ -236,7 +232,10 @@ def choose_variants(
             continue
         parsed = parse_variant(name)
         if parsed is None or parsed.noarch or parsed.framework != "torch":
-            raise UsageError(f"--variant {name}: {repo_id} has no such variant; it has {', '.join(names) or 'none'}")
+            raise UsageError(
+                f"{repo_id} has no such variant; it has {', '.join(names) or 'none'}",
+                subject=f"--variant {name}",
+            )
         # An arch build this kernel lacks: take its best variant for that target system.
         chosen.append(select_variant(repo_id, names, system_for_variant(name)))
     return sorted(set(chosen))

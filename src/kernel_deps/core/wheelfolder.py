@@ -48,9 +48,13 @@ def check_output(output: Path, requirements: Sequence[str]) -> None:
     """UsageError when ``-o DIR`` cannot be a folder of wheels, or holds a requirements file
     to-wheel did not write (or a link) where it writes one (before anything is fetched)."""
     if os.path.islink(output):
-        raise UsageError(f"-o {output}: is a symbolic link; pass the folder itself (to-wheel writes through no link)")
+        raise UsageError(
+            "is a symbolic link",
+            subject=f"-o {output}",
+            hint="pass the folder itself (to-wheel writes through no link)",
+        )
     if output.exists() and not output.is_dir():
-        raise UsageError(f"-o {output}: is not a folder; pass the folder the wheels go into")
+        raise UsageError("is not a folder", subject=f"-o {output}", hint="pass the folder the wheels go into")
     for name in requirements:
         path = output / name
         try:
@@ -58,12 +62,19 @@ def check_output(output: Path, requirements: Sequence[str]) -> None:
         except (FileNotFoundError, NotADirectoryError):
             continue
         if stat.S_ISLNK(info.st_mode):
-            raise UsageError(f"-o {output}: {path} is a symbolic link, which to-wheel did not create and writes "
-                             "nothing through; remove it, or pass another folder")  # fmt: skip
+            raise UsageError(
+                f"{path} is a symbolic link, which to-wheel did not create and writes nothing "
+                "through",
+                subject=f"-o {output}",
+                hint="remove it, or pass another folder",
+            )
         if not stat.S_ISREG(info.st_mode) or not written_by_to_wheel(path):
             what = "pylock file" if name.startswith("pylock.") else "requirements file"
-            raise UsageError(f"-o {output}: {path} is not a {what} to-wheel wrote, and it is not "
-                             "replaced; pass another folder, or move that file")  # fmt: skip
+            raise UsageError(
+                f"{path} is not a {what} to-wheel wrote, and it is not replaced",
+                subject=f"-o {output}",
+                hint="pass another folder, or move that file",
+            )
 
 
 def written_by_to_wheel(path: Path) -> bool:
@@ -84,11 +95,19 @@ def check_wheel_path(output: Path, path: Path) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISLNK(info.st_mode):
-        raise LinkedPathError(f"-o {output}: {path} is a symbolic link, which to-wheel did not create and writes "
-                              "nothing through; remove it, or pass another folder; no wheel was written",
-                              path=path)  # fmt: skip
+        raise LinkedPathError(
+            f"{path} is a symbolic link, which to-wheel did not create and writes nothing "
+            "through",
+            path=path,
+            subject=f"-o {output}",
+            hint="remove it, or pass another folder; no wheel was written",
+        )
     if not stat.S_ISREG(info.st_mode):
-        raise UsageError(f"-o {output}: {path} is not a file; remove it, or pass another folder; no wheel was written")
+        raise UsageError(
+            f"{path} is not a file",
+            subject=f"-o {output}",
+            hint="remove it, or pass another folder; no wheel was written",
+        )
 
 
 def write_output(output: Path, name: str, data: bytes) -> None:
@@ -96,7 +115,10 @@ def write_output(output: Path, name: str, data: bytes) -> None:
     try:
         ownedfs.write_file(output, output / name, data)
     except LinkedPathError as exc:  # one made since the check: the same refusal
-        raise LinkedPathError(f"-o {output}: {exc.message}", path=exc.path) from None
+        raise LinkedPathError(exc.reason, subject=f"-o {output}: {exc.subject}", hint=exc.hint, path=exc.path) from exc
     except OSError as exc:
-        raise FileWriteError(f"{output / name}: cannot write ({exc.strerror or exc}); check the folder's "
-                             "permissions and free space") from None  # fmt: skip
+        raise FileWriteError(
+            f"cannot write ({exc.strerror or exc})",
+            subject=output / name,
+            hint="check the folder's permissions and free space",
+        ) from None

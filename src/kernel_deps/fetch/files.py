@@ -51,7 +51,9 @@ def check_tree_paths(task: VariantTask, files: Iterable[TreeFile]) -> dict[str, 
         rel = entry.path[len(prefix):] if entry.path.startswith(prefix) else None
         if rel is None or path_problem(rel):
             raise UnsafeRepoContentError(
-                f"{task.label}: the repo lists an unsafe path {shown_path(entry.path)}; refusing to download this kernel"
+                f"the repo lists an unsafe path {shown_path(entry.path)}; refusing to download this "
+                "kernel",
+                subject=task.label,
             )
         if is_hashed_path(rel):
             out[rel] = entry
@@ -102,16 +104,20 @@ def _fetch_variant_into_cache(
             listed = hub.list_variant_files(kernel.repo_id, kernel.sha, task.variant)
         except PathNotFoundError:
             raise DownloadVerificationError(
-                f"{task.label}: the Hub has no {BUILD_DIR}/{task.variant} at {kernel.sha[:12]}; the lock names a "
-                "variant the repo does not have (edited lock or rewritten repo); nothing was downloaded"
+                f"the Hub has no {BUILD_DIR}/{task.variant} at {kernel.sha[:12]}; the lock "
+                "names a variant the repo does not have (edited lock or rewritten repo); nothing was "
+                "downloaded",
+                subject=task.label,
             ) from None
         listing = check_tree_paths(task, listed)
         expected = kernel.variants[task.variant].hash
         served = variant_hash((rel, entry.content_hash) for rel, entry in listing.items())
         if not listing or served != expected:
             raise DownloadVerificationError(
-                f"{task.label}: the Hub serves different content at {kernel.sha[:12]} than kernels.lock pins "
-                f"(Expected {expected}, Got {served}); the repo may have been rewritten; nothing was downloaded"
+                f"the Hub serves different content at {kernel.sha[:12]} than kernels.lock pins "
+                f"(Expected {expected}, Got {served}); the repo may have been rewritten; nothing "
+                "was downloaded",
+                subject=task.label,
             )
         files = {rel: e.content_hash for rel, e in listing.items()}
         count = size = 0
@@ -133,9 +139,10 @@ def _fetch_variant_into_cache(
             if attempt == "again":
                 what = "; ".join(gone)
                 raise DownloadVerificationError(
-                    f"{task.label}: placed in the cache, but incomplete there right after ({what}); another "
-                    "process removed its files meanwhile (kernels cache prune, or a tool deleting blobs); "
-                    "run the command again once it is done"
+                    f"placed in the cache, but incomplete there right after ({what}); another process "
+                    "removed its files meanwhile (kernels cache prune, or a tool deleting blobs)",
+                    subject=task.label,
+                    hint="run the command again once it is done",
                 )
     progress.variant_done(task, cached=False, files=count, size=size)
     return count, size, [], "placed"
@@ -195,8 +202,13 @@ def _acquire(lock: FileLock, label: str, hub: HubClient, progress: Progress) -> 
 
     if not acquire_within(lock, transport.time_left, tell):
         raise CacheBusyError(
-            f"{label}: another kernels download held {lock.lock_file} until the {transport.budget:g} s budget was spent; "
-            f"run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that file if none is running"
+            f"another kernels download held {lock.lock_file} until the {transport.budget:g} s "
+            "budget was spent",
+            subject=label,
+            hint=(
+                f"run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that "
+                "file if none is running"
+            ),
         )
     try:
         yield
@@ -243,8 +255,9 @@ def _fetch_file(task: VariantTask, hub: HubClient, repo: Path, entry: TreeFile, 
                     cache.place_blob(repo, partial, entry.content_hash)
                     return received
             raise DownloadVerificationError(
-                f"{task.label}: {rel} does not match the Hub's listing "
-                f"(Expected {kind} {entry.content_hash}, {entry.size} bytes; Got {got}, {size} bytes); removed it"
+                f"{rel} does not match the Hub's listing (Expected {kind} {entry.content_hash}, "
+                f"{entry.size} bytes; Got {got}, {size} bytes); removed it",
+                subject=task.label,
             )
         finally:
             if not keep:

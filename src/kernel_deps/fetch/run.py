@@ -55,7 +55,7 @@ def download_lock(
     tasks = [VariantTask(kernel, variant) for kernel in lock.kernels for variant in variants_for(kernel)]
     for task in tasks:
         if not is_valid_variant_name(task.variant):
-            raise UnsafeRepoContentError(f"{task.kernel.repo_id}: {task.variant!r} is not a valid variant name")
+            raise UnsafeRepoContentError(f"{task.variant!r} is not a valid variant name", subject=task.kernel.repo_id)
     progress.start(tasks)
     if any(task.variant in task.kernel.signatures for task in tasks):
         _prepare_verifier(policy)  # sigstore's import overlaps the hashing of the cached files
@@ -134,6 +134,10 @@ def _check_cache_root(root: Path) -> None:
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise FileWriteError(f"{root}: cannot be used as the kernel cache ({exc.strerror or exc}); {hint}") from None
+        raise FileWriteError(
+            f"cannot be used as the kernel cache ({exc.strerror or exc})",
+            subject=root,
+            hint=hint,
+        ) from None
     if not stat.S_ISDIR(mode):
-        raise FileWriteError(f"{root}: the kernel cache is not a folder; {hint}")
+        raise FileWriteError("the kernel cache is not a folder", subject=root, hint=hint)

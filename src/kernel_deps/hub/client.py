@@ -203,7 +203,10 @@ class HubClient:
             for chunk in self.transport.chunks(resp):
                 total += len(chunk)
                 if total > limit:
-                    raise HubError(f"{repo_id}@{commit[:12]}: {path} is larger than {limit} bytes; refusing to read it")
+                    raise HubError(
+                        f"{path} is larger than {limit} bytes; refusing to read it",
+                        subject=f"{repo_id}@{commit[:12]}",
+                    )
                 chunks.append(chunk)
             return b"".join(chunks)
 
@@ -219,7 +222,7 @@ class HubClient:
             where = f"{repo_id}@{commit[:12]}: the Hub's commit list"
             raise HubError(f"{where} is not JSON kernel-deps can read ({exc})") from None
         if not isinstance(entries, list):
-            raise HubError(f"{repo_id}@{commit[:12]}: the Hub's commit list is malformed")
+            raise HubError("the Hub's commit list is malformed", subject=f"{repo_id}@{commit[:12]}")
         return {entry["id"] for entry in entries if isinstance(entry, dict) and "id" in entry}
 
     def download_to(
@@ -287,7 +290,10 @@ class HubClient:
                     where = f"{repo_id}@{commit[:12]}: the Hub's tree listing of {folder or '/'}"
                     raise HubError(f"{where} is not JSON kernel-deps can read ({exc})") from None
                 if not isinstance(items, list) or not all(isinstance(i, dict) and "path" in i for i in items):
-                    raise HubError(f"{repo_id}@{commit[:12]}: the Hub's tree listing of {folder or '/'} is malformed")
+                    raise HubError(
+                        f"the Hub's tree listing of {folder or '/'} is malformed",
+                        subject=f"{repo_id}@{commit[:12]}",
+                    )
                 entries += items
                 url = resp.links.get("next", {}).get("url")
         except (RevisionNotFoundError, RepoNotFoundError):

@@ -56,10 +56,11 @@ def check_hub_settings() -> None:
     for name, raw in _bad_hub_settings().items():
         if name == ENDPOINT_ENV:
             raise UsageError(
-                f"{name}={shown_url(raw)!r}: {endpoint_problem(raw)}; "
-                "set it to the Hub's URL, e.g. https://huggingface.co"
+                endpoint_problem(raw),
+                subject=f"{name}={shown_url(raw)!r}",
+                hint="set it to the Hub's URL, e.g. https://huggingface.co",
             )
-        raise UsageError(f"{name}={raw!r}: expected a whole number of seconds")
+        raise UsageError("expected a whole number of seconds", subject=f"{name}={raw!r}")
 
 
 def endpoint_problem(url: str) -> str | None:

@@ -204,7 +204,7 @@ class KernelIndex:
                 try:
                     requirements = parse_kernel_depends(meta.get("kernel-depends", []), source=source)
                 except PyprojectError as exc:
-                    raise InvalidKernelMetadataError(exc.message) from None
+                    raise InvalidKernelMetadataError(exc.reason, subject=exc.subject, hint=exc.hint) from exc
                 for req in requirements:
                     found.setdefault((req.repo_id, req.text), req)
             followed = {(req.repo_id, req.text): req for req in self.follow_redirects(found[key] for key in sorted(found))}
@@ -244,7 +244,7 @@ class KernelIndex:
             except RepoNotFoundError as exc:
                 if not hops:
                     raise
-                raise HubError(f"{redirect_trail(hops)}, which is missing: {exc.message}") from None
+                raise HubError(exc.reason, subject=f"{redirect_trail(hops)}, which is missing", hint=exc.hint) from exc
             if found is None:
                 break
             hops.append(found)
@@ -252,13 +252,17 @@ class KernelIndex:
             if found.destination in met:
                 owners = and_list(met[met.index(found.destination):])  # those in the loop
                 raise InvalidKernelMetadataError(
-                    f"{redirect_trail(hops)}: a loop of redirects; ask the owners of {owners} to fix it"
+                    "a loop of redirects",
+                    subject=redirect_trail(hops),
+                    hint=f"ask the owners of {owners} to fix it",
                 )
             if len(hops) > MAX_REDIRECTS:
                 way = " -> ".join([repo_id, *(hop.destination for hop in hops)])
                 raise InvalidKernelMetadataError(
-                    f"{repo_id}: {KERNEL_STATUS_NAME} redirects more than {MAX_REDIRECTS} times ({way}); kernel-deps "
-                    f"follows at most {MAX_REDIRECTS}: ask the owners of {repo_id} to point it at the repo it moved to"
+                    f"{KERNEL_STATUS_NAME} redirects more than {MAX_REDIRECTS} times ({way}); "
+                    f"kernel-deps follows at most {MAX_REDIRECTS}: ask the owners of {repo_id} to "
+                    "point it at the repo it moved to",
+                    subject=repo_id,
                 )
             current = found.destination
         if hops:
@@ -298,8 +302,9 @@ class KernelIndex:
                 got = cache.content_hash_of_bytes(data, cache.hash_kind(entry.content_hash))
                 if got != entry.content_hash:
                     raise HubError(
-                        f"{source}: the Hub serves content that differs from its listing (Expected "
-                        f"{entry.content_hash}, Got {got}); refusing to lock this kernel"
+                        "the Hub serves content that differs from its listing (Expected "
+                        f"{entry.content_hash}, Got {got}); refusing to lock this kernel",
+                        subject=source,
                     )
                 cache.keep_blob(repo, entry.content_hash, data)
             return data

@@ -84,9 +84,15 @@ def check_listing(repo_id: str, commit: str, folder: str, entries: list[dict]) -
     for entry in entries:
         path = entry["path"]
         if problem := path_problem(path):
-            raise UnsafeRepoContentError(f"{where}: the repo lists an unsafe path {shown_path(path)}: {problem}; {_REFUSE}")
+            raise UnsafeRepoContentError(
+                f"the repo lists an unsafe path {shown_path(path)}: {problem}; {_REFUSE}",
+                subject=where,
+            )
         if not path.startswith(f"{folder}/"):
-            raise HubError(f"{where}: the Hub's listing of {folder} names {shown_path(path)}, outside it; {_REFUSE}")
+            raise HubError(
+                f"the Hub's listing of {folder} names {shown_path(path)}, outside it; {_REFUSE}",
+                subject=where,
+            )
         parts = path.split("/")
         folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
         kind = entry.get("type")
@@ -98,7 +104,7 @@ def check_listing(repo_id: str, commit: str, folder: str, entries: list[dict]) -
     for file in files:
         if file.path in folders or file.path in seen:
             what = "both a file and a folder" if file.path in folders else "more than once"
-            raise UnsafeRepoContentError(f"{where}: the repo lists {shown_path(file.path)} {what}; {_REFUSE}")
+            raise UnsafeRepoContentError(f"the repo lists {shown_path(file.path)} {what}; {_REFUSE}", subject=where)
         seen.add(file.path)
     return files
 
@@ -109,8 +115,9 @@ def _tree_file(where: str, entry: dict) -> TreeFile:
 
     def malformed(what: str, value: object) -> HubError:
         return HubError(
-            f"{where}: the Hub lists {shown_path(path)} with a malformed {what} {shown_path(value)}; {_REFUSE} "
-            "(is HF_ENDPOINT a Hugging Face Hub?)"
+            f"the Hub lists {shown_path(path)} with a malformed {what} {shown_path(value)}; "
+            f"{_REFUSE} (is HF_ENDPOINT a Hugging Face Hub?)",
+            subject=where,
         )
 
     oid, lfs, size = entry.get("oid"), entry.get("lfs"), entry.get("size")

@@ -63,21 +63,30 @@ def parse_kernel_status(repo_id: str, data: bytes, source: str) -> Redirect:
     if kind != "redirect":
         stated = "no kind" if kind is None else f"kind = {show_toml(kind)}"
         raise InvalidKernelMetadataError(
-            f"{source}: {stated}, a status this version of kernel-deps does not understand (it knows only "
-            f'"redirect", as the Hugging Face library does); upgrade kernel-deps if a newer one knows it, '
-            f"or ask the owners of {repo_id} about the file"
+            f'{stated}, a status this version of kernel-deps does not understand (it knows only '
+            '"redirect", as the Hugging Face library does)',
+            subject=source,
+            hint=(
+                f"upgrade kernel-deps if a newer one knows it, or ask the owners of {repo_id} about "
+                "the file"
+            ),
         )
     destination, revision = parsed.get("destination"), parsed.get("revision", "main")
     if destination is None:
         expected = 'expected destination = "org/name"'
-        raise InvalidKernelMetadataError(f"{source}: a redirect without a destination; {expected}")
+        raise InvalidKernelMetadataError("a redirect without a destination", subject=source, hint=expected)
     try:
         validate_repo_id(destination)  # type: ignore[arg-type]
     except InvalidRepoIdError:
         shown = show_toml(destination)
-        raise InvalidKernelMetadataError(f"{source}: destination = {shown} is not a repo id (org/name)") from None
+        raise InvalidKernelMetadataError(
+            f"destination = {shown} is not a repo id (org/name)",
+            subject=source,
+        ) from None
     if destination == repo_id or not isinstance(revision, str) or not revision:
         raise InvalidKernelMetadataError(
-            f"{source}: a redirect to {show_toml(destination)} at revision {show_toml(revision)} leads nowhere"
+            f"a redirect to {show_toml(destination)} at revision {show_toml(revision)} leads "
+            "nowhere",
+            subject=source,
         )
     return Redirect(repo_id, destination, revision)

@@ -35,8 +35,8 @@ def parse_refs(repo_id: str, resp: httpx2.Response) -> tuple[GitRef, ...]:
             for item in data[group]
         )
     except jsondoc.JSONDocumentError as exc:
-        raise HubError(f"{repo_id}: the Hub's list of branches and tags is malformed: {exc}") from None
+        raise HubError(f"the Hub's list of branches and tags is malformed: {exc}", subject=repo_id) from None
     except KeyError as exc:
-        raise HubError(f"{repo_id}: the Hub's list of branches and tags is malformed (no {exc})") from None
+        raise HubError(f"the Hub's list of branches and tags is malformed (no {exc})", subject=repo_id) from None
     except (ValueError, TypeError) as exc:
-        raise HubError(f"{repo_id}: the Hub's list of branches and tags is malformed ({exc})") from None
+        raise HubError(f"the Hub's list of branches and tags is malformed ({exc})", subject=repo_id) from None

@@ -196,11 +196,13 @@ class Transport:
         deadline = self._deadline
         return self.budget if deadline is None else deadline - time.monotonic()
 
-    def budget_spent(self, what: str) -> HubUnavailableError:
-        """The error for an operation whose budget ran out, ``what`` saying where it was."""
-        return HubUnavailableError(
-            f"{what} (gave up: the {self.budget:g} s budget is spent; raise {BUDGET_ENV} to wait longer)"
-        )
+    def budget_spent(self, subject: str | None, reason: str | None, hint: str | None = None) -> HubUnavailableError:
+        """The error for an operation whose budget ran out, ``reason`` saying where it was; the
+        note of the spent budget ends the line."""
+        spent = f"(gave up: the {self.budget:g} s budget is spent; raise {BUDGET_ENV} to wait longer)"
+        if hint is None:
+            return HubUnavailableError(f"{reason} {spent}", subject=subject)
+        return HubUnavailableError(reason, subject=subject, hint=f"{hint} {spent}")
 
     # -- requests ---------------------------------------------------------------------
 
@@ -284,7 +286,11 @@ class Transport:
 
     def offline(self, subject: RequestSubject) -> OfflineError:
         """The error for a request offline mode forbids, naming the variable that set it."""
-        return OfflineError(f"{subject.repo_id}: {offline_env()} is set, but this needs the Hub; unset it to go online")
+        return OfflineError(
+            f"{offline_env()} is set, but this needs the Hub",
+            subject=subject.repo_id,
+            hint="unset it to go online",
+        )
 
     def secrets(self) -> set[str]:
         """The credentials this client sends: its token, the one in its headers, the endpoint's user-info."""
@@ -299,24 +305,27 @@ class Transport:
         tries = 0
         while True:
             if self.time_left() <= 0:
-                raise self.budget_spent(f"{subject.label}: no time left to ask the Hub at {self.shown_endpoint}")
+                raise self.budget_spent(subject.label, f"no time left to ask the Hub at {self.shown_endpoint}")
             try:
                 return attempt()
             except BudgetSpent:
-                raise self.budget_spent(f"{subject.label}: the Hub at {self.shown_endpoint} sends too slowly") from None
+                raise self.budget_spent(subject.label, f"the Hub at {self.shown_endpoint} sends too slowly") from None
             except OfflineModeIsEnabled:
                 # huggingface_hub reads offline mode once, when imported; it was on then.
                 raise OfflineError(
-                    f"{subject.repo_id}: huggingface_hub was imported in offline mode ({OFFLINE_ENV} or "
-                    f"{TRANSFORMERS_OFFLINE_ENV} was set then), but this needs the Hub; start again without it"
+                    f"huggingface_hub was imported in offline mode ({OFFLINE_ENV} or "
+                    f"{TRANSFORMERS_OFFLINE_ENV} was set then), but this needs the Hub",
+                    subject=subject.repo_id,
+                    hint="start again without it",
                 ) from None
             except (HfHubHTTPError, httpx2.HTTPError, OSError) as exc:
                 if isinstance(exc, OSError) and not isinstance(exc, (HfHubHTTPError, httpx2.HTTPError)):
                     # The HTTP client wraps socket errors; a bare OSError is local file I/O.
                     where = f" {exc.filename}" if exc.filename else ""
                     raise FileWriteError(
-                        f"{subject.label}: cannot write the download{where} ({exc.strerror or self.quoted(exc)}); "
-                        "check free space and permissions of the cache folder"
+                        f"cannot write the download{where} ({exc.strerror or self.quoted(exc)})",
+                        subject=subject.label,
+                        hint="check free space and permissions of the cache folder",
                     ) from None
                 tries += 1
                 delay = min(MAX_BACKOFF, self.backoff * (2 ** (tries - 1))) * (0.5 + random.random())
@@ -325,7 +334,7 @@ class Transport:
                 if not is_transient(exc) or tries > limit or out_of_time:
                     mapped = self.map_error(exc, subject, tries)
                     if out_of_time and is_transient(exc):
-                        mapped = self.budget_spent(mapped.message)
+                        mapped = self.budget_spent(mapped.subject, mapped.reason, mapped.hint)
                     raise mapped from None
                 time.sleep(delay)
 
@@ -342,25 +351,30 @@ class Transport:
             return RevisionNotFoundError(where, revision) if revision else RepoNotFoundError(where, self.shown_endpoint)
         if status in (401, 403):
             return HubAuthError(
-                f"{where}: the Hub at {self.shown_endpoint} refused access (HTTP {status}); "
-                "check HF_TOKEN and that it can read this repo"
+                f"the Hub at {self.shown_endpoint} refused access (HTTP {status})",
+                subject=where,
+                hint="check HF_TOKEN and that it can read this repo",
             )
         if status is not None and status >= 500:
             return HubUnavailableError(
-                f"{where}: the Hub at {self.shown_endpoint} kept failing (HTTP {status} after {attempts} attempts); "
-                "try again later"
+                f"the Hub at {self.shown_endpoint} kept failing (HTTP {status} after {attempts} "
+                "attempts)",
+                subject=where,
+                hint="try again later",
             )
         if isinstance(exc, httpx2.TimeoutException):
             return HubUnavailableError(
-                f"{where}: the Hub at {self.shown_endpoint} timed out after {attempts} attempts; "
-                "check the network or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use the cache only"
+                f"the Hub at {self.shown_endpoint} timed out after {attempts} attempts",
+                subject=where,
+                hint="check the network or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use the cache only",
             )
         if isinstance(exc, httpx2.TransportError):
             return HubUnavailableError(
-                f"{where}: cannot reach the Hub at {self.shown_endpoint} ({self.quoted(exc)}); "
-                "check the network or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use the cache only"
+                f"cannot reach the Hub at {self.shown_endpoint} ({self.quoted(exc)})",
+                subject=where,
+                hint="check the network or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use the cache only",
             )
-        return HubError(f"{where}: the Hub at {self.shown_endpoint} answered an error: {self.quoted(exc)}")
+        return HubError(f"the Hub at {self.shown_endpoint} answered an error: {self.quoted(exc)}", subject=where)
 
 
 def status_of(exc: Exception) -> int | None:

@@ -41,12 +41,17 @@ class LocalKernelWarning(UserWarning):
 
 class LocalKernelError(UsageError):
     """A local kernel folder (from ``LOCAL_KERNELS`` or ``get_local_kernel``) holds no loadable build."""
+    kind = "local-kernel-invalid"
 
 
 def local_build_folder(path: Path, system: SystemInfo, *, label: str) -> Path:
     """The build folder to import from ``path``: this machine's variant of a local repo, or ``path`` itself."""
     if not path.is_dir():
-        raise LocalKernelError(f"{label}: {path} is not a folder; point it at a kernel repo or build folder")
+        raise LocalKernelError(
+            f"{path} is not a folder",
+            subject=label,
+            hint="point it at a kernel repo or build folder",
+        )
     for base in (path, path / BUILD_DIR):
         try:
             variants = [child.name for child in base.iterdir() if child.is_dir() and is_valid_variant_name(child.name)]
@@ -87,7 +92,7 @@ def import_local_kernel(
         return module
     spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(init.parent)])
     if spec is None or spec.loader is None:
-        raise KernelImportError(f"{label}: cannot import {init}")
+        raise KernelImportError(f"cannot import {init}", subject=label)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -97,7 +102,10 @@ def import_local_kernel(
             del sys.modules[loaded]
         if not isinstance(exc, Exception):
             raise
-        raise KernelImportError(f"{label}: the local build in {init.parent} failed to import: {type(exc).__name__}: {exc}") from exc
+        raise KernelImportError(
+            f"the local build in {init.parent} failed to import: {type(exc).__name__}: {exc}",
+            subject=label,
+        ) from exc
     return module
 
 
@@ -113,7 +121,11 @@ def _package_init(folder: Path, package_name: str | None, label: str) -> Path:
         if candidate.is_file():
             return candidate
     named = f" (no {package_name}/__init__.py or __init__.py)" if package_name else " (no __init__.py)"
-    raise LocalKernelError(f"{label}: no kernel build in {folder}{named}; point it at a kernel repo or build folder")
+    raise LocalKernelError(
+        f"no kernel build in {folder}{named}",
+        subject=label,
+        hint="point it at a kernel repo or build folder",
+    )
 
 
 def _module_name(package_dir: Path) -> str:

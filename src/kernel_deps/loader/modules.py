@@ -35,13 +35,14 @@ def import_variant(kernel: LockedKernel, variant: str, check: cache.VariantCheck
     label = f"{kernel.repo_id} {variant}"
     package = package_of(check.files)
     if package is None:
-        raise KernelImportError(f"{label}: no Python package in {check.path}")
+        raise KernelImportError(f"no Python package in {check.path}", subject=label)
     name = module_name_for(kernel.repo_id, kernel.sha)
     other = VerifiedFinder.roots.get(name)
     if other is not None and other.label != label:
         raise KernelImportError(
-            f"{label}: cannot load it beside {other.label}, already imported as {name} in this process; "
-            "load one variant of a kernel commit per process"
+            f"cannot load it beside {other.label}, already imported as {name} in this process",
+            subject=label,
+            hint="load one variant of a kernel commit per process",
         )
     verified_import.install()
     VerifiedFinder.roots[name] = VerifiedTree(label, check.path, package, check.files)

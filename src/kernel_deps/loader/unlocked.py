@@ -36,21 +36,22 @@ def resolve_unlocked(
     )
     if (version is None) == (revision is None):
         given = "both" if version is not None else "neither"
-        raise UsageError(f"{function}({repo_id!r}): {expected}; {given} given")
+        raise UsageError(f"{expected}; {given} given", subject=f"{function}({repo_id!r})")
     if not isinstance(trust_remote_code, bool) and not (
         isinstance(trust_remote_code, list) and all(isinstance(item, str) for item in trust_remote_code)
     ):
         raise UsageError(
-            f"{function}({repo_id!r}): trust_remote_code={trust_remote_code!r}: expected True, False, "
-            "or a list of repo ids to allow"
+            f"trust_remote_code={trust_remote_code!r}: expected True, False, or a list of repo "
+            "ids to allow",
+            subject=f"{function}({repo_id!r})",
         )
     value: object = {"revision": revision} if revision is not None else version
     try:
         requirement = requirement_from_value(repo_id, value)
     except InvalidEntry as exc:
         argument = f"revision={revision!r}" if revision is not None else f"version={version!r}"
-        hint = f"; {expected}" if exc.hint else ""
-        raise UsageError(f"{function}({repo_id!r}, {argument}): {exc.problem}{hint}") from None
+        raise UsageError(exc.problem, subject=f"{function}({repo_id!r}, {argument})",
+                         hint=expected if exc.hint else None) from None  # fmt: skip
     requester = Requester(
         f"{function}()",
         f"pass another version= or revision= to {function}()",
@@ -87,7 +88,7 @@ def _check_trusted_root(policy: SignaturePolicy, call: str) -> None:
     try:
         check_trusted_root(policy.trusted_root)
     except TrustedRootError as exc:
-        raise UsageError(f"{call}: signature_policy's trusted_root: {exc}") from None
+        raise UsageError(f"signature_policy's trusted_root: {exc}", subject=call) from None
 
 
 def _check_publishers(lock: Lockfile, allowed: tuple[str, ...], index: KernelIndex, function: str) -> None:
@@ -103,6 +104,10 @@ def _check_publishers(lock: Lockfile, allowed: tuple[str, ...], index: KernelInd
         answer = index.publisher(org_of(kernel.repo_id))
         if not answer.trusted:
             raise UntrustedPublisherError(
-                f"{function}(): {kernel.repo_id} is not from a trusted publisher: {publisher_trust_text(answer)}; pass "
-                f"trust_remote_code=True, or a list of repo ids including {kernel.repo_id!r}, to load it anyway"
+                f"{kernel.repo_id} is not from a trusted publisher: {publisher_trust_text(answer)}",
+                subject=f"{function}()",
+                hint=(
+                    f"pass trust_remote_code=True, or a list of repo ids including {kernel.repo_id!r}, to "
+                    "load it anyway"
+                ),
             )

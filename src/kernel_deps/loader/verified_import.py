@@ -56,8 +56,9 @@ class VerifiedTree(Record):
             data = path.read_bytes()
         except OSError as exc:
             raise KernelCacheReadError(
-                f"{self.label}: cannot read {path} ({exc.strerror or exc}); "
-                "check the cache's permissions, or run 'kernels download' to repair it"
+                f"cannot read {path} ({exc.strerror or exc})",
+                subject=self.label,
+                hint="check the cache's permissions, or run 'kernels download' to repair it",
             ) from None
         expected = self.files[rel]
         got = hashlib.sha256(data).hexdigest() if len(expected) == 64 else git_blob_id(data)

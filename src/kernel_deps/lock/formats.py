@@ -67,8 +67,10 @@ def kernels017_named_pins(data: list[Any], source: str) -> dict[str, tuple[str, 
             repo_id, commit, ref = _kernels017_pin(entry)
         except FieldError as exc:
             raise LockfileError(
-                f"{source}: {exc.detail} in '{exc.within(f'[{i}]').key}' (kernels 0.17 lock); {exc.expected}; "
-                "fix the entry, or delete the lock and run 'kernels lock'"
+                f"{exc.detail} in '{exc.within(f'[{i}]').key}' (kernels 0.17 lock); "
+                f"{exc.expected}",
+                subject=source,
+                hint="fix the entry, or delete the lock and run 'kernels lock'",
             ) from None
         known = pins.setdefault(repo_id, (commit, ref))
         if known[0] != commit:

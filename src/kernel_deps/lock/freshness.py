@@ -153,9 +153,10 @@ def refuse_policy(problems: Sequence[Problem], lock_path: str, doing: str) -> No
         return
     listed = "".join(f"\n  - {p.message}" for p in refused)
     raise LockPolicyError(
-        f"{doing}: {lock_path} does not show what pyproject.toml's [tool.kernels.trust] asks "
-        f"({len(refused)} {'finding' if len(refused) == 1 else 'findings'}):{listed}",
+        f"{lock_path} does not show what pyproject.toml's [tool.kernels.trust] asks ({len(refused)} "
+        f"{'finding' if len(refused) == 1 else 'findings'}):{listed}",
         refused,
+        subject=doing,
     )
 
 

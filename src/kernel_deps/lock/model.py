@@ -146,9 +146,13 @@ def load_entries(text: str, source: str) -> list[Any]:
     try:
         data = jsondoc.loads(text, no_duplicate_keys=True)
     except jsondoc.JSONDocumentError as exc:
-        raise LockfileError(f"{source}: {exc}; {hint}") from None
+        raise LockfileError(exc, subject=source, hint=hint) from None
     if not isinstance(data, list):
-        raise LockfileError(f"{source}: invalid top level {brief.repr(data)}; expected a JSON list of entries; {hint}")
+        raise LockfileError(
+            f"invalid top level {brief.repr(data)}; expected a JSON list of entries",
+            subject=source,
+            hint=hint,
+        )
     return data
 
 
@@ -162,15 +166,15 @@ def parse_entries(data: list[Any], source: str) -> Lockfile:
             repo_id = entry.get("repo_id") if isinstance(entry, dict) else None
             context = "" if repo_id_problem(repo_id) else f" ({repo_id})"
             where = f"'{exc.within(f'[{i}]').key}'{context}"
-            raise LockfileError(f"{source}: {exc.detail} in {where}; {exc.expected}; {_FIX}") from None
+            raise LockfileError(f"{exc.detail} in {where}; {exc.expected}", subject=source, hint=_FIX) from None
     try:
         return Lockfile(kernels=tuple(kernels))
     except MissingEntryError as exc:  # name the dependency where the file lists it, not sorted
         position = data[exc.entry]["dependencies"].index(exc.dependency)
-        raise LockfileError(f"{source}: {exc.describe(position)}; {_FIX}") from None
+        raise LockfileError(exc.describe(position), subject=source, hint=_FIX) from None
     except RedirectClashError as exc:  # likewise the redirect, which the entry keeps sorted
         position = data[exc.entry]["redirected_from"].index(exc.source)
         clash = RedirectClashError(exc.entry, exc.repo_id, exc.source, position)
-        raise LockfileError(f"{source}: {clash}; {_FIX}") from None
+        raise LockfileError(clash, subject=source, hint=_FIX) from None
     except FieldError as exc:
-        raise LockfileError(f"{source}: {exc}; {_FIX}") from None
+        raise LockfileError(exc, subject=source, hint=_FIX) from None

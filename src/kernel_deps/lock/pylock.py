@@ -43,12 +43,15 @@ def pylock_export(lock: Lockfile, lock_file: Path, wheels_file: Path, output: Pa
         theirs = "\n".join([EXPORTED_HEADER, f'lock-version = "{pylock.LOCK_VERSION}"',
                             f'created-by = "{pylock.CREATED_BY}"']) + "\n"  # fmt: skip
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--output {output}: cannot read it ({getattr(exc, 'strerror', None) or exc}); "
-                         "name a pylock.toml file, or a new one") from None  # fmt: skip
+        raise UsageError(
+            f"cannot read it ({getattr(exc, 'strerror', None) or exc})",
+            subject=f"--output {output}",
+            hint="name a pylock.toml file, or a new one",
+        ) from None
     try:
         return pylock.merge_pylock(theirs, packages), len(packages)
     except pylock.PylockError as exc:
-        raise UsageError(f"--output {output}: {exc}; the kernel packages were not added") from None
+        raise UsageError(f"{exc}; the kernel packages were not added", subject=f"--output {output}") from None
 
 
 def kernel_packages(lock: Lockfile, lock_file: Path, wheels_file: Path, into: Path) -> list[dict[str, Any]]:
@@ -57,14 +60,23 @@ def kernel_packages(lock: Lockfile, lock_file: Path, wheels_file: Path, into: Pa
     try:
         doc = pylock.parse_pylock(read_bounded(wheels_file, PROJECT_FILE_LIMIT).decode("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--wheels {wheels_file}: cannot read it ({getattr(exc, 'strerror', None) or exc}); "
-                         "pass the pylock.toml kernels to-wheel wrote beside the wheels") from None  # fmt: skip
+        raise UsageError(
+            f"cannot read it ({getattr(exc, 'strerror', None) or exc})",
+            subject=f"--wheels {wheels_file}",
+            hint="pass the pylock.toml kernels to-wheel wrote beside the wheels",
+        ) from None
     except pylock.PylockError as exc:
-        raise UsageError(f"--wheels {wheels_file}: not a valid pylock.toml ({exc}); pass the one kernels "
-                         "to-wheel wrote beside the wheels") from None  # fmt: skip
+        raise UsageError(
+            f"not a valid pylock.toml ({exc})",
+            subject=f"--wheels {wheels_file}",
+            hint="pass the one kernels to-wheel wrote beside the wheels",
+        ) from None
     if doc.get("created-by") != pylock.CREATED_BY:
-        raise UsageError(f"--wheels {wheels_file}: created by {doc.get('created-by')!r}, not kernels to-wheel; "
-                         "pass the pylock.toml kernels to-wheel wrote beside the wheels")  # fmt: skip
+        raise UsageError(
+            f"created by {doc.get('created-by')!r}, not kernels to-wheel",
+            subject=f"--wheels {wheels_file}",
+            hint="pass the pylock.toml kernels to-wheel wrote beside the wheels",
+        )
     found: dict[str, dict[str, Any]] = {}
     for position, package in enumerate(doc["packages"]):
         where = f"--wheels {wheels_file}: packages[{position}] ({package['name']})"
@@ -76,8 +88,11 @@ def kernel_packages(lock: Lockfile, lock_file: Path, wheels_file: Path, into: Pa
         found[facts["repo-id"]] = {**package, "wheels": wheels}
     missing = [kernel.repo_id for kernel in lock.kernels if kernel.repo_id not in found]
     if missing:
-        raise UsageError(f"--wheels {wheels_file}: has no wheel of {missing[0]}, which {lock_file} locks; run "
-                         "'kernels to-wheel' again, then export")  # fmt: skip
+        raise UsageError(
+            f"has no wheel of {missing[0]}, which {lock_file} locks",
+            subject=f"--wheels {wheels_file}",
+            hint="run 'kernels to-wheel' again, then export",
+        )
     return list(found.values())
 
 
@@ -86,11 +101,15 @@ def _check_against_lock(lock: Lockfile, lock_file: Path, facts: Mapping[str, Any
     rerun = "run 'kernels to-wheel' again, then export"
     kernel = lock.get(facts.get("repo-id")) if isinstance(facts.get("repo-id"), str) else None
     if kernel is None:
-        raise UsageError(f"{where}: {facts.get('repo-id')!r} is not a kernel {lock_file} locks; {rerun}")
+        raise UsageError(f"{facts.get('repo-id')!r} is not a kernel {lock_file} locks", subject=where, hint=rerun)
     variant = kernel.variants.get(facts.get("variant")) if isinstance(facts.get("variant"), str) else None
     if facts.get("commit") != kernel.sha or variant is None or facts.get("variant-hash") != variant.hash:
-        raise UsageError(f"{where}: is the build {facts.get('variant')!r} at commit {str(facts.get('commit'))[:12]}, "
-                         f"not one {lock_file} pins ({kernel.sha[:12]}); {rerun}")  # fmt: skip
+        raise UsageError(
+            f"is the build {facts.get('variant')!r} at commit {str(facts.get('commit'))[:12]}, "
+            f"not one {lock_file} pins ({kernel.sha[:12]})",
+            subject=where,
+            hint=rerun,
+        )
 
 
 def _relocated(wheel: Mapping[str, Any], folder: Path, into: Path, where: str) -> dict[str, Any]:
@@ -105,10 +124,17 @@ def _relocated(wheel: Mapping[str, Any], folder: Path, into: Path, where: str) -
             raise IsADirectoryError(errno.EISDIR, "not a regular file")
         size, sha256 = info.st_size, sha256_of_file(path)
     except OSError as exc:
-        raise UsageError(f"{where}: cannot read its wheel {path} ({exc.strerror or exc}); run 'kernels to-wheel' "
-                         "again, then export") from None  # fmt: skip
+        raise UsageError(
+            f"cannot read its wheel {path} ({exc.strerror or exc})",
+            subject=where,
+            hint="run 'kernels to-wheel' again, then export",
+        ) from None
     if size != wheel.get("size") or sha256 != wheel["hashes"].get("sha256"):
-        raise KernelIntegrityError(f"{where}: the wheel {path} is not the file kernels to-wheel wrote (its size or "
-                                   "SHA-256 differs); run 'kernels to-wheel' again, then export")  # fmt: skip
+        raise KernelIntegrityError(
+            f"the wheel {path} is not the file kernels to-wheel wrote (its size or SHA-256 "
+            "differs)",
+            subject=where,
+            hint="run 'kernels to-wheel' again, then export",
+        )
     relative = os.path.relpath(path.resolve(), Path(into).resolve())
     return {**wheel, "path": Path(relative).as_posix()}

@@ -130,8 +130,10 @@ def parse_lock(text: str, *, source: str, purpose: Purpose) -> LockRead:
     if found == "kernels-0.17":
         if purpose in ("use", "load"):
             raise LockfileError(
-                f"{source}: written by {WRITTEN_BY[found]}, which records commits but no variant hashes, "
-                "so nothing could be verified against it; run 'kernels lock' to convert it (its pins are kept)"
+                f"written by {WRITTEN_BY[found]}, which records commits but no variant hashes, so "
+                "nothing could be verified against it",
+                subject=source,
+                hint="run 'kernels lock' to convert it (its pins are kept)",
             )
         from kernel_deps.lock.formats import kernels017_named_pins  # another tool's reader, for its lock only
 
@@ -172,10 +174,18 @@ def _read_text(path: Path, *, missing_ok: bool = False) -> str | None:
     except FileNotFoundError:
         if missing_ok:
             return None
-        raise LockfileError(f"{path}: not found; run 'kernels lock' to create it") from None
+        raise LockfileError("not found", subject=path, hint="run 'kernels lock' to create it") from None
     except OSError as exc:
-        raise LockfileError(f"{path}: cannot read ({exc.strerror or exc}); check that it is a readable file") from None
+        raise LockfileError(
+            f"cannot read ({exc.strerror or exc})",
+            subject=path,
+            hint="check that it is a readable file",
+        ) from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise LockfileError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); rerun 'kernels lock'") from None
+        raise LockfileError(
+            f"not UTF-8 text (bad byte at offset {exc.start})",
+            subject=path,
+            hint="rerun 'kernels lock'",
+        ) from None

@@ -60,9 +60,14 @@ def refuse_pending_edit(path: Path) -> None:
     journal = path.with_name(EDIT_JOURNAL_NAME)
     if os.path.lexists(journal):
         raise PendingEditError(
-            f"{journal}: an edit of {PYPROJECT_NAME} and {LOCK_NAME} is pending (an interrupted 'kernels add' or "
-            f"'kernels remove' leaves one) and this command only reads, so it applies nothing; run 'kernels lock "
-            f"{path.parent}' to finish that edit, or delete the file if no kernels command was interrupted there"
+            f"an edit of {PYPROJECT_NAME} and {LOCK_NAME} is pending (an interrupted 'kernels "
+            "add' or 'kernels remove' leaves one) and this command only reads, so it applies "
+            "nothing",
+            subject=journal,
+            hint=(
+                f"run 'kernels lock {path.parent}' to finish that edit, or delete the file if no "
+                "kernels command was interrupted there"
+            ),
         )
 
 
@@ -80,12 +85,18 @@ def editing(project_dir: Path, *, hub: HubClient, notice: Callable[[str], None] 
         raise PyprojectError(f"no {PYPROJECT_NAME} in {project_dir}")
     lock_file = project_dir / EDIT_LOCK_NAME
     if os.path.islink(lock_file):  # never open a file a link planted there points at
-        raise UsageError(f"{lock_file}: a symbolic link; kernel-deps locks a project with a plain file there: delete it")
+        raise UsageError(
+            "a symbolic link; kernel-deps locks a project with a plain file there: delete it",
+            subject=lock_file,
+        )
     try:
         lock = _acquire(lock_file, project_dir, hub, notice)
     except OSError as exc:
-        raise FileWriteError(f"{lock_file}: cannot create or lock ({exc.strerror or exc}); check the folder's "
-                             "permissions") from None  # fmt: skip
+        raise FileWriteError(
+            f"cannot create or lock ({exc.strerror or exc})",
+            subject=lock_file,
+            hint="check the folder's permissions",
+        ) from None
     try:
         journal = project_dir / EDIT_JOURNAL_NAME
         if atomicfile.finish_pending(journal, names=PROJECT_FILES) and notice is not None:
@@ -116,9 +127,13 @@ def _acquire(lock_file: Path, project_dir: Path, hub: HubClient, notice: Callabl
         lock = FileLock(str(lock_file))
         if not acquire_within(lock, transport.time_left, tell):
             raise ProjectBusyError(
-                f"{project_dir}: another kernels command held {lock_file} until the {transport.budget:g} s budget "
-                f"was spent; run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that file "
-                "if none is running"
+                f"another kernels command held {lock_file} until the {transport.budget:g} s budget "
+                "was spent",
+                subject=project_dir,
+                hint=(
+                    f"run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that "
+                    "file if none is running"
+                ),
             )
         if _holds_the_file_there(lock, lock_file):
             return lock

@@ -137,14 +137,14 @@ def targets_from_table(kernels: dict[str, Any] | None, text: str, source: str) -
     value = kernels["targets"]
     if not isinstance(value, list):
         raise pyproject_error(
-            f"{_at(text, source, _TARGETS_PATH)}: tool.kernels.targets = {show_toml(value)}: "
-            "expected a list of build names, "
-            'like targets = ["torch213-cxx11-cu130-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux"]'
+            f'tool.kernels.targets = {show_toml(value)}: expected a list of build names, like '
+            'targets = ["torch213-cxx11-cu130-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux"]',
+            subject=_at(text, source, _TARGETS_PATH),
         )
     try:
         return parse_targets(value)
     except InvalidTargetName as exc:
-        raise pyproject_error(f"{_at(text, source, _TARGETS_PATH)}: tool.kernels.targets{exc}") from None
+        raise pyproject_error(f"tool.kernels.targets{exc}", subject=_at(text, source, _TARGETS_PATH)) from None
 
 
 def read_trust(project_dir: Path) -> tuple[str, ...]:
@@ -165,27 +165,31 @@ def trust_from_table(kernels: dict[str, Any] | None, text: str, source: str) -> 
     table = kernels["trust"]
     if not isinstance(table, dict):
         raise pyproject_error(
-            f"{_at(text, source, _TRUST_PATH)}: tool.kernels.trust = {show_toml(table)}: "
-            f"expected a table like [tool.kernels.trust] {TRUST_EXAMPLE}"
+            f"tool.kernels.trust = {show_toml(table)}: expected a table like "
+            f"[tool.kernels.trust] {TRUST_EXAMPLE}",
+            subject=_at(text, source, _TRUST_PATH),
         )
     unknown = sorted(key for key in table if key not in _TRUST_KEYS)
     if unknown:
         raise pyproject_error(
-            f"{_at(text, source, _TRUST_PATH)}: tool.kernels.trust has an unknown key {show_toml(unknown[0])}; "
-            f"expected only {', '.join(_TRUST_KEYS)}, like {TRUST_EXAMPLE}"
+            f"tool.kernels.trust has an unknown key {show_toml(unknown[0])}",
+            subject=_at(text, source, _TRUST_PATH),
+            hint=f"expected only {', '.join(_TRUST_KEYS)}, like {TRUST_EXAMPLE}",
         )
     value = table.get("publishers", [])
     if not isinstance(value, list):
         raise pyproject_error(
-            f"{_where(text, source, 'publishers', value)}: tool.kernels.trust.publishers = {show_toml(value)}: "
-            f"expected a list like {TRUST_EXAMPLE}"
+            f"tool.kernels.trust.publishers = {show_toml(value)}: expected a list like "
+            f"{TRUST_EXAMPLE}",
+            subject=_where(text, source, "publishers", value),
         )
     for item in value:
         if not _is_publisher(item):
             raise pyproject_error(
-                f"{_where(text, source, 'publishers', value)}: tool.kernels.trust.publishers: "
-                f"{show_toml(item)} is neither an organization "
-                f"nor a repo id (org/name); expected a list like {TRUST_EXAMPLE}"
+                f"tool.kernels.trust.publishers: {show_toml(item)} is neither an organization nor a "
+                "repo id (org/name)",
+                subject=_where(text, source, "publishers", value),
+                hint=f"expected a list like {TRUST_EXAMPLE}",
             )
     return tuple(value)
 
@@ -208,14 +212,16 @@ def signature_policy_from_table(
     root = table.get("trusted-root")
     if root is not None and (not isinstance(root, str) or not root.strip() or "\0" in root):
         raise pyproject_error(
-            f"{_where(text, source, 'trusted-root', root)}: tool.kernels.trust.trusted-root = {show_toml(root)}: "
-            'expected the path of a Sigstore trusted root JSON file, like trusted-root = "sigstore/trusted_root.json"'
+            f'tool.kernels.trust.trusted-root = {show_toml(root)}: expected the path of a '
+            'Sigstore trusted root JSON file, like trusted-root = "sigstore/trusted_root.json"',
+            subject=_where(text, source, "trusted-root", root),
         )
     require = table.get("require-signatures", False)
     if not isinstance(require, bool):
         raise pyproject_error(
-            f"{_where(text, source, 'require-signatures', require)}: tool.kernels.trust.require-signatures = "
-            f"{show_toml(require)}: expected true or false"
+            f"tool.kernels.trust.require-signatures = {show_toml(require)}: expected true or "
+            "false",
+            subject=_where(text, source, "require-signatures", require),
         )
     identities = _identities(table.get("identities", []), text, source, (*_TRUST_PATH, "identities"),
                              "tool.kernels.trust.identities")  # fmt: skip
@@ -228,8 +234,12 @@ def signature_policy_from_table(
             if not narrowed[repo_id]:
                 line = _line_of(text, path, value["identities"])
                 raise pyproject_error(
-                    f"{source}:{line or '?'}: {TABLE} {show_toml(repo_id)}.identities is empty; list the "
-                    f"signers allowed for this kernel, like identities = [{IDENTITY_EXAMPLE}], or leave the key out"
+                    f"{TABLE} {show_toml(repo_id)}.identities is empty",
+                    subject=f"{source}:{line or '?'}",
+                    hint=(
+                        f"list the signers allowed for this kernel, like identities = [{IDENTITY_EXAMPLE}], "
+                        "or leave the key out"
+                    ),
                 )
     trusted_root = (Path(project_dir) / root) if root is not None else None
     return SignaturePolicy(
@@ -257,7 +267,8 @@ def _identities(value: object, text: str, source: str, path: tuple[str, ...], na
     """A list of identity tables; PyprojectError naming the item and what is wrong."""
     if not isinstance(value, list):
         raise pyproject_error(
-            f"{_at(text, source, path, value)}: {name} = {show_toml(value)}: expected a list like [{IDENTITY_EXAMPLE}]"
+            f"{name} = {show_toml(value)}: expected a list like [{IDENTITY_EXAMPLE}]",
+            subject=_at(text, source, path, value),
         )
     found = []
     for index, item in enumerate(value):
@@ -274,8 +285,9 @@ def _identities(value: object, text: str, source: str, path: tuple[str, ...], na
             problem = f"repository {show_toml(item['repository'])} is not a repository (org/name)"
         if problem:
             raise pyproject_error(
-                f"{_at(text, source, path, value)}: {name}[{index}] = {show_toml(item)}: {problem}; "
-                f"expected a table like {IDENTITY_EXAMPLE}"
+                f"{name}[{index}] = {show_toml(item)}: {problem}",
+                subject=_at(text, source, path, value),
+                hint=f"expected a table like {IDENTITY_EXAMPLE}",
             )
         found.append(Identity(item["repository"], item["workflow"], item["ref"], item.get("issuer", GITHUB_ISSUER)))
     return tuple(found)
@@ -303,8 +315,12 @@ def read_requirements(project_dir: Path) -> list[KernelRequirement]:
 def missing_table_error(source: object) -> PyprojectError:
     """The error of a project whose pyproject.toml has no ``[tool.kernels.dependencies]`` table."""
     return PyprojectError(
-        f"{source}: no {TABLE} table; declare the kernels the project uses there, "
-        "e.g. with 'kernels add kernels-community/activation'"
+        f"no {TABLE} table",
+        subject=source,
+        hint=(
+            "declare the kernels the project uses there, e.g. with 'kernels add "
+            "kernels-community/activation'"
+        ),
     )
 
 
@@ -321,9 +337,9 @@ def _read_pyproject(project_dir: Path, *, missing_ok: bool) -> str | None:
             return None
         raise PyprojectError(f"no pyproject.toml in {project_dir}") from None
     except OSError as exc:
-        raise PyprojectError(f"{path}: cannot read: {exc.strerror}") from None
+        raise PyprojectError(f"cannot read: {exc.strerror}", subject=path) from None
     except UnicodeDecodeError as exc:
-        raise PyprojectError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
+        raise PyprojectError(f"not valid UTF-8 (byte {exc.start})", subject=path) from None
 
 
 def _requirements(table: dict[str, Any], text: str, source: str) -> list[KernelRequirement]:

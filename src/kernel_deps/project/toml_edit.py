@@ -28,7 +28,10 @@ def remove_requirement(text: str, repo_id: str, *, source: str) -> str:
     table = find_table(doc, text, source, create=False, path=DEPENDENCIES_PATH)
     if table is None or repo_id not in table:
         present = ", ".join(show_toml(key) for key in table) if table else "none"
-        raise pyproject_error(f"{source}: {TABLE} has no entry {show_toml(repo_id)} to remove (entries: {present})")
+        raise pyproject_error(
+            f"{TABLE} has no entry {show_toml(repo_id)} to remove (entries: {present})",
+            subject=source,
+        )
     del table[repo_id]
     return _keep_newlines(text, doc.as_string())
 

@@ -25,9 +25,9 @@ def parse_toml(text: str, source: str) -> TOMLDocument:
     try:
         return tomlkit.parse(text)
     except ParseError as exc:
-        raise pyproject_error(f"{source}:{exc.line}: invalid TOML: {exc}") from None
+        raise pyproject_error(f"invalid TOML: {exc}", subject=f"{source}:{exc.line}") from None
     except TOMLKitError as exc:
-        raise pyproject_error(f"{source}: invalid TOML: {exc}") from None
+        raise pyproject_error(f"invalid TOML: {exc}", subject=source) from None
 
 
 def find_table(doc: TOMLDocument, text: str, source: str, *, create: bool, path: tuple[str, ...]) -> Any:
@@ -46,7 +46,10 @@ def find_table(doc: TOMLDocument, text: str, source: str, *, create: bool, path:
             line = line_of(text, path[: depth + 1], None)
             shown = show_toml(node[key].unwrap() if hasattr(node[key], "unwrap") else node[key])
             where = f"{source}:{line}" if line else source
-            raise pyproject_error(f"{where}: {'.'.join(path[: depth + 1])} = {shown}: expected a table like {TABLE}")
+            raise pyproject_error(
+                f"{'.'.join(path[:depth + 1])} = {shown}: expected a table like {TABLE}",
+                subject=where,
+            )
         node = node[key]
     return node
 

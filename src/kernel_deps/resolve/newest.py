@@ -36,8 +36,9 @@ def requirement_for_newest(repo_id: str, *, hub: HubClient | None = None, target
         if not found:
             names = ", ".join(t.name for t in targets)
             raise TargetNotServedError(
-                f"{repo_id}: no version has a build for every target of [tool.kernels] targets ({names}); "
-                "see 'kernels versions' for what each offers"
+                f"no version has a build for every target of [tool.kernels] targets ({names})",
+                subject=repo_id,
+                hint="see 'kernels versions' for what each offers",
             )
     value = default_requirement(found)
     assert value is not None

@@ -157,9 +157,13 @@ class KernelProvider(AbstractProvider):
         if pin is None or pin.commit != candidate.commit:
             return None
         return ResolutionError(
-            f"{candidate.repo_id}: the locked commit {pin.commit[:12]} ({pin.version or 'no version'}) is no "
-            "longer on the Hub (history rewritten?); run "
-            f"'kernels lock --upgrade-package {candidate.repo_id}' to pin a commit that exists"
+            f"the locked commit {pin.commit[:12]} ({pin.version or 'no version'}) is no "
+            "longer on the Hub (history rewritten?)",
+            subject=candidate.repo_id,
+            hint=(
+                f"run 'kernels lock --upgrade-package {candidate.repo_id}' to pin a commit that "
+                "exists"
+            ),
         )
 
     def is_satisfied_by(self, requirement: KernelRequirement, candidate: Candidate) -> bool:
@@ -329,4 +333,4 @@ def reject_unknown_upgrades(upgrade_packages: Iterable[str], known: Iterable[str
     known = set(known)
     for repo_id in upgrade_packages:
         if repo_id not in known:
-            raise UsageError(f"--upgrade-package {repo_id}: not a kernel of this project or its lock")
+            raise UsageError("not a kernel of this project or its lock", subject=f"--upgrade-package {repo_id}")

@@ -112,8 +112,10 @@ def _redirected_from(requirements: Sequence[KernelRequirement], followed: Sequen
         if after.repo_id in named or after.repo_id in found:
             other = after.repo_id if after.repo_id in named else found[after.repo_id][0]
             raise UsageError(
-                f"{PYPROJECT_NAME}: {before.repo_id} redirects to {after.repo_id} ({KERNEL_STATUS_NAME}), "
-                f"which [tool.kernels.dependencies] also asks for as {other}; keep one entry, for {after.repo_id}"
+                f"{before.repo_id} redirects to {after.repo_id} ({KERNEL_STATUS_NAME}), which "
+                f"[tool.kernels.dependencies] also asks for as {other}",
+                subject=PYPROJECT_NAME,
+                hint=f"keep one entry, for {after.repo_id}",
             )
         found[after.repo_id] = [before.repo_id]
     return {destination: tuple(sources) for destination, sources in found.items()}

@@ -133,7 +133,7 @@ def variant_signer(
     try:
         certified = verify_bundle(metadata, bundle, policy.trusted_root, allowed)
     except TrustedRootError as exc:
-        raise UsageError(f"{PYPROJECT_NAME}: [tool.kernels.trust] trusted-root: {exc}") from None
+        raise UsageError(f"[tool.kernels.trust] trusted-root: {exc}", subject=PYPROJECT_NAME) from None
     except BundleError as exc:
         if not exc.not_allowed:
             root = policy.trusted_root or "Sigstore's public-good root"

@@ -58,7 +58,7 @@ def test_versions_of_legacy_model_repo(hub_env) -> None:
 @pytest.mark.parametrize(
     ("repo", "endpoint_kind", "code", "message"),
     [
-        ("kernels-test/no-such-kernel", "hub", 1, "kernel repo 'kernels-test/no-such-kernel' not found on http://127.0.0.1:"),
+        ("kernels-test/no-such-kernel", "hub", 1, "kernels-test/no-such-kernel: kernel repo not found on http://127.0.0.1:"),
         ("kernels-test/activation", "down", 1, "cannot reach the Hub at http://127.0.0.1:"),
         ("not-a-repo-id", "hub", 2, "invalid kernel repo id 'not-a-repo-id'"),
         ("org/na me", "hub", 2, "invalid kernel repo id 'org/na me'"),
