@@ -298,3 +298,25 @@ print(json.dumps({"layer": layer.__name__, "refused": refused, "hf": "kernels" i
     assert out["layer"] == "Img2Gray" and out["hf"] is False
     name, message = out["refused"]
     assert name == "HFKernelsMissingError" and message.endswith("it is not installed: pip install kernels")
+
+
+def test_a_mapping_registered_later_as_transformers_does_stays_pinned(project) -> None:
+    # transformers 5 builds its mapping once (get_kernel_mapping_transformers: per device, one
+    # LayerRepository for several modes, dict.fromkeys), registers it again on every
+    # from_pretrained(use_kernels=True) and kernelizes with KernelizeFallback.ALL.
+    out = check(project / "kernels.lock", """
+hub = LayerRepository(REPO, layer_name="Img2Gray", version=1)
+TRANSFORMERS_MAPPING = {"Img2Gray": {
+    device: dict.fromkeys([Mode.INFERENCE, Mode.TRAINING | Mode.TORCH_COMPILE], hub) for device in ("cpu", "cuda")
+}}
+def from_pretrained():
+    register_kernel_mapping(TRANSFORMERS_MAPPING)
+    return kernelize(Gray(), mode=Mode.INFERENCE, device="cpu", use_fallback=KernelizeFallback.ALL)
+out["replaced"] = enforce_lock(LOCK, mapping=TRANSFORMERS_MAPPING)
+out["first"] = run(from_pretrained())
+out["again"] = run(from_pretrained())
+out["kinds"] = sorted({type(r).__name__ for d in TRANSFORMERS_MAPPING["Img2Gray"].values() for r in d.values()})
+""", **OFFLINE)
+    assert out["replaced"] == 4 and out["kinds"] == ["LockedLayerRepository"]
+    for run in (out["first"], out["again"]):
+        assert run["kernel"] and run["origin"][0] == locked_commit(project)
