@@ -36,7 +36,7 @@ import json, os, sys, warnings
 import torch
 from torch import nn
 from kernels import (
-    CUDAProperties, Device, KernelizeFallback, LayerRepository, LocalLayerRepository, Mode, kernelize,
+    CUDAProperties, Device, FuncRepository, KernelizeFallback, LayerRepository, LocalLayerRepository, Mode, kernelize,
     register_kernel_mapping, use_kernel_forward_from_hub, use_kernel_mapping,
 )
 from kernel_deps.core.errors import KernelDepsError, KernelNotLockedError
@@ -132,7 +132,7 @@ register_kernel_mapping({"Img2Gray": {
     "cpu": {Mode.INFERENCE: hub, Mode.TRAINING | Mode.TORCH_COMPILE: hub},
     Device(type="cuda", properties=CUDAProperties(min_capability=80, max_capability=90)): hub,
     "cuda": hub,
-}})
+}, "Gray2": {"cpu": FuncRepository(REPO, func_name="img2gray", version=1)}})
 with use_kernel_mapping({"Img2Gray": {"cpu": LayerRepository(REPO, layer_name="Img2Gray", revision="main")}}):
     out["replaced_in_context"] = enforce_lock(LOCK)
     out["context"] = run(kernelize(Gray(), mode=Mode.INFERENCE, device="cpu"))
@@ -157,11 +157,13 @@ out["global_enforced"] = kinds()
 out["inference"] = run(kernelize(Gray(), mode=Mode.INFERENCE, device="cpu"))
 """, **OFFLINE)
     # The context's entry was pinned and ran the locked build; the global mapping was left alone until enforced.
-    assert out["replaced_in_context"] == 3  # the context's own cpu entry, and the two cuda ranges it inherited
+    assert out["replaced_in_context"] == 4  # the context's own cpu entry, the two cuda ranges and the function it inherited
     assert out["context"]["kernel"] and out["context"]["origin"][0] == locked_commit(project)
-    assert out["global_after_context"] == ["cpu:LayerRepository"] * 2 + ["cuda:LayerRepository"] * 2
-    assert out["replaced"] == 4
-    assert out["global_enforced"] == ["cpu:LockedLayerRepository"] * 2 + ["cuda:LockedLayerRepository"] * 2
+    assert out["global_after_context"] == ["cpu:LayerRepository"] * 2 + ["cuda:LayerRepository"] * 2 + ["cpu:FuncRepository"]
+    assert out["replaced"] == 5
+    assert out["global_enforced"] == (
+        ["cpu:LockedLayerRepository"] * 2 + ["cuda:LockedLayerRepository"] * 2 + ["cpu:LockedFuncRepository"]
+    )
     assert out["inference"]["kernel"] and out["inference"]["origin"][0] == locked_commit(project)
 
 
@@ -187,6 +189,15 @@ with warnings.catch_warnings(record=True) as caught:
 out["warnings"] = [str(w.message) for w in caught]
 out["unchanged"] = type(mapping["Img2Gray"]["cpu"]).__name__
 out["loaded"] = loaded()
+class Custom:
+    layer_name = "Img2Gray"
+    def load(self):
+        raise AssertionError("loaded")
+register_kernel_mapping({"Img2Gray": {"cpu": Custom()}}, inherit_mapping=False)
+try:
+    enforce_lock(LOCK)
+except KernelDepsError as error:
+    out["custom"] = [type(error).__name__, str(error)]
 """, **OFFLINE)
     lock = str(project / "kernels.lock")
     assert out["constructed"] == (
@@ -200,6 +211,9 @@ out["loaded"] = loaded()
     # Local folders stay, with a warning; nothing was replaced and nothing loaded.
     assert any("local folder no lock vouches for" in w for w in out["warnings"])
     assert out["unchanged"] == "LayerRepository" and out["loaded"] == []
+    # A repository of another kind cannot be held to the lock: refused, naming it.
+    assert out["custom"][0] == "UsageError"
+    assert out["custom"][1].startswith("kernel mapping (layer 'Img2Gray', device cpu): enforce_lock cannot hold Custom")
 
 
 @pytest.mark.parametrize("form", ["locked", "enforced"])
