@@ -13,14 +13,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
-    "LayerNotFoundError", "LocalRepositoryWarning", "LockedFuncRepository", "LockedLayerRepository", "enforce_lock",
+    "HFKernelsMissingError", "LayerNotFoundError", "LocalRepositoryWarning", "LockedFuncRepository",
+    "LockedLayerRepository", "enforce_lock",
 ]
 
 if TYPE_CHECKING:
-    from kernel_deps.layers.mapping import LocalRepositoryWarning, enforce_lock
+    from kernel_deps.layers.mapping import HFKernelsMissingError, LocalRepositoryWarning, enforce_lock
     from kernel_deps.layers.repositories import LayerNotFoundError, LockedFuncRepository, LockedLayerRepository
 
 _HOMES = {
+    "HFKernelsMissingError": "mapping",
     "LayerNotFoundError": "repositories",
     "LockedFuncRepository": "repositories",
     "LockedLayerRepository": "repositories",

@@ -132,7 +132,10 @@ def _hf_layer() -> ModuleType:
     except ImportError as error:
         if getattr(error, "name", None) in ("kernels", "kernels.layer"):
             raise HFKernelsMissingError(_MISSING) from None
-        raise HFKernelsMissingError(f"{_MISSING} (importing it failed: {error})") from None
+        raise HFKernelsMissingError(
+            "kernel_deps.layers.enforce_lock works on the Hugging Face kernels library's kernel mapping, "
+            f"which cannot be imported ({error}): pip install --force-reinstall kernels"
+        ) from None
     return layer
 
 

@@ -124,7 +124,7 @@ class LockedLayerRepository(_LockedRepository):
             raise LayerNotFoundError(f"{self._repo_id} at {self._commit[:12]} defines no layers (no `layers` module)")
         layer = getattr(layers, self._name, None)
         if layer is None:
-            found = sorted(name for name, value in vars(layers).items() if inspect.isclass(value) and not name.startswith("_"))
+            found = sorted(n for n, value in vars(layers).items() if inspect.isclass(value) and not n.startswith("_"))
             raise LayerNotFoundError(
                 f"{self._repo_id} at {self._commit[:12]} has no layer {self._name!r}; "
                 f"its layers module defines: {', '.join(found) or 'none'}"
@@ -165,10 +165,12 @@ def function_layer(function: Any) -> type:
 
     signature = inspect.signature(function)
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    forward.__signature__ = signature.replace(parameters=[self_parameter, *signature.parameters.values()])  # type: ignore[attr-defined]
+    parameters = [self_parameter, *signature.parameters.values()]
+    forward.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
     flags = {
         "can_torch_compile": bool(getattr(function, "can_torch_compile", False)),
         "has_backward": bool(getattr(function, "has_backward", True)),
     }
     name = getattr(function, "__name__", "function")
-    return type(f"{name}_layer", (nn.Module,), {"forward": forward, "__module__": getattr(function, "__module__", __name__), **flags})
+    members = {"forward": forward, "__module__": getattr(function, "__module__", __name__), **flags}
+    return type(f"{name}_layer", (nn.Module,), members)
