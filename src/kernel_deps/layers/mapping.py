@@ -15,6 +15,7 @@ repositories stay, with a warning, as ``LOCAL_KERNELS`` overrides do.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from collections.abc import Iterator, MutableMapping
@@ -102,9 +103,17 @@ def enforce_lock(
         repo_id = getattr(repo, "_repo_id", None)
         if not isinstance(repo_id, str):
             raise UsageError(f"kernel mapping ({slot.where()}): {type(repo).__name__} without a repo id")
-        if source.lock.get(repo_id) is None:
+        kernel = source.lock.get(repo_id)
+        if kernel is None:
             missing.setdefault(repo_id, []).append(slot.where())
             continue
+        locked_major = _major(kernel.version)
+        asked = getattr(repo, "_version", None)
+        if isinstance(asked, int) and locked_major is not None and asked != locked_major:
+            raise UsageError(
+                f"kernel mapping ({slot.where()}): {repo_id} is asked for version={asked}, "
+                f"but {source.path} pins {kernel.version}; lock version {asked} or map version={locked_major}"
+            )
         planned.append((slot, _locked_equivalent(repo, repo_id, isinstance(repo, hub_funcs), source)))
     if missing:
         named = "; ".join(f"{repo_id} ({', '.join(places)})" for repo_id, places in missing.items())
@@ -117,6 +126,12 @@ def enforce_lock(
     for slot, replacement in planned:
         slot.container[slot.key] = replacement
     return len(planned)
+
+
+def _major(version: str | None) -> int | None:
+    """The major of a locked version (``v1.2.0``, ``1.2.0``, the branch ``v1``); None when it has none."""
+    found = re.match(r"v?(\d+)(?:[.+-]|$)", version or "")
+    return int(found.group(1)) if found else None
 
 
 def _locked_equivalent(repo: Any, repo_id: str, is_function: bool, source: LockSource) -> Any:

@@ -189,6 +189,11 @@ with warnings.catch_warnings(record=True) as caught:
 out["warnings"] = [str(w.message) for w in caught]
 out["unchanged"] = type(mapping["Img2Gray"]["cpu"]).__name__
 out["loaded"] = loaded()
+register_kernel_mapping({"Img2Gray": {"cpu": LayerRepository(REPO, layer_name="Img2Gray", version=2)}}, inherit_mapping=False)
+try:
+    enforce_lock(LOCK)
+except KernelDepsError as error:
+    out["major"] = [type(error).__name__, str(error)]
 class Custom:
     layer_name = "Img2Gray"
     def load(self):
@@ -211,6 +216,11 @@ except KernelDepsError as error:
     # Local folders stay, with a warning; nothing was replaced and nothing loaded.
     assert any("local folder no lock vouches for" in w for w in out["warnings"])
     assert out["unchanged"] == "LayerRepository" and out["loaded"] == []
+    # A major the lock does not pin is refused rather than loaded in its place.
+    assert out["major"] == ["UsageError", (
+        f"kernel mapping (layer 'Img2Gray', device cpu): {REPO_ID} is asked for version=2, but {lock} pins v1.1.0; "
+        "lock version 2 or map version=1"
+    )]
     # A repository of another kind cannot be held to the lock: refused, naming it.
     assert out["custom"][0] == "UsageError"
     assert out["custom"][1].startswith("kernel mapping (layer 'Img2Gray', device cpu): enforce_lock cannot hold Custom")
