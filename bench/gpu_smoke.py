@@ -10,13 +10,18 @@ then with HF_HUB_OFFLINE=1 calls `load_kernel` and checks that:
   CUDA version and C++ ABI of a real CUDA build);
 - the CUDA variant is chosen over the CPU one;
 - the op runs on the GPU and matches the pure torch reference (uint8 and float32);
-- the time of one call on a 4K (3840x2160) image, against the pure torch version.
+- the time of one call on a 4K (3840x2160) image, against the pure torch version;
+- examples/kernelize (the Hugging Face kernels library's `kernelize`, in a process of its
+  own) replaces the model's layer by the CUDA build's `Img2Gray`, both with
+  `LockedLayerRepository` and with `enforce_lock` over `LayerRepository`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -103,7 +108,26 @@ def main() -> int:
         compiled = torch.compile(module.img2gray, fullgraph=True)
         assert torch.equal(compiled(image), reference_img2gray(image))
         print("torch.compile(fullgraph=True): matches the reference")
+        kernelize_example(lockfile, commit)
     return 0
+
+
+def kernelize_example(lockfile: Path, commit: str) -> None:
+    """examples/kernelize on the GPU: the layer comes from the CUDA build the lock pins."""
+    assert importlib.util.find_spec("kernels") is not None, (
+        "examples/kernelize needs the Hugging Face kernels library: "
+        "pip download -d .gpu-wheels/kernels kernels==0.17.2 (see bench/gpu_smoke.sh)"
+    )
+    example = Path(__file__).resolve().parents[1] / "examples" / "kernelize"
+    for args in ([], ["--enforce"]):
+        result = subprocess.run(
+            [sys.executable, "model.py", "--device", "cuda", *args], cwd=example, capture_output=True, text=True,
+            env={**os.environ, "KERNELS_LOCKFILE": str(lockfile)},
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"({variant_name('cuda')}, commit {commit[:12]})" in result.stdout, result.stdout
+        assert "on cuda; it matches the plain torch model" in result.stdout, result.stdout
+        print(f"examples/kernelize {' '.join(args) or '(LockedLayerRepository)'}: {result.stdout.splitlines()[0]}")
 
 
 if __name__ == "__main__":

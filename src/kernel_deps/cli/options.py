@@ -62,3 +62,20 @@ def echo_table(rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
+
+
+EXPORTS_HELP = (
+    "Also list the layers and functions each locked kernel's build for this machine exports "
+    "(read from its verified cached files, not imported)."
+)
+
+
+def echo_exports(project_dir: Path) -> None:
+    """`tree --exports` and `verify --exports`: per locked kernel, what its build exports, or why not told."""
+    from kernel_deps.layers.exports import project_exports
+
+    found = project_exports(project_dir)
+    click.echo("\nexports of this machine's builds (for kernel_deps.layers)")
+    if found:
+        echo_table([(f"  {kernel.repo_id}", kernel.describe()) for kernel in found])
+

@@ -9,17 +9,20 @@ from pathlib import Path
 import click
 
 from kernel_deps.cli.group import echo_json
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, echo_table
+from kernel_deps.cli.options import EXPORTS_HELP, JSON_OPTION, PROJECT_DIR, echo_exports, echo_table
 from kernel_deps.cli.render_lock import short
 
 
 @click.command()
 @click.argument("project_dir", default=".", type=PROJECT_DIR)
+@click.option("--exports", is_flag=True, help=EXPORTS_HELP)
 @JSON_OPTION
-def tree(project_dir: Path, as_json: bool) -> None:
+def tree(project_dir: Path, exports: bool, as_json: bool) -> None:
     """Show the locked kernels as a dependency tree, and the build serving each target and this machine."""
     from kernel_deps.commands.tree import tree_project
 
+    if exports and as_json:
+        raise click.UsageError("--exports lists as text only; leave out --json")
     report = tree_project(project_dir)
     if as_json:
         echo_json(report.to_json())
@@ -37,6 +40,8 @@ def tree(project_dir: Path, as_json: bool) -> None:
         ]
         if rows:
             echo_table(rows)
+    if exports:
+        echo_exports(project_dir)
 
 
 def _signed_by(signer) -> str:

@@ -9,7 +9,9 @@ from pathlib import Path
 import click
 
 from kernel_deps.cli.group import colour, echo_json
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, is_quiet, target_options
+from kernel_deps.cli.options import (
+    EXPORTS_HELP, JSON_OPTION, PROJECT_DIR, QUIET_OPTION, echo_exports, is_quiet, target_options,
+)
 
 
 @click.command()
@@ -21,6 +23,7 @@ from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, is_q
     "Also fail when the build serving this deployment target is not in the cache (repeatable).",
     "As --target, for every target [tool.kernels] targets declares.",
 )
+@click.option("--exports", is_flag=True, help=EXPORTS_HELP)
 @JSON_OPTION
 @QUIET_OPTION
 def verify(
@@ -29,11 +32,15 @@ def verify(
     require_cached: bool,
     targets: tuple[str, ...],
     all_targets: bool,
+    exports: bool,
     as_json: bool,
     quiet: bool,
 ) -> None:
     """Check that pyproject.toml, kernels.lock and the cache agree (no network unless --online)."""
     from kernel_deps.commands.verify import FILE_KINDS, WHEEL_KINDS, verify_project
+
+    if exports and as_json:
+        raise click.UsageError("--exports lists as text only; leave out --json")
 
     report = verify_project(
         project_dir, online=online, require_cached=require_cached, targets=targets, all_targets=all_targets
@@ -66,5 +73,7 @@ def verify(
                 f"kernels.lock, pyproject.toml and the cache agree "
                 f"({report.kernels} kernels, {len(report.verified)} cached variants verified{wheels}){hub}"
             )
+        if exports:
+            echo_exports(project_dir)
     if not report.ok:
         sys.exit(1)

@@ -108,6 +108,23 @@ def _load_locked(
     return _load(repo_id, source, allow_download=allow_download, system=system)
 
 
+def load_from_lock(repo_id: str, source: LockSource, *, backend: str | None = None) -> ModuleType:
+    """``get_locked_kernel`` with its lock found already (``find_lock``), for a caller that finds
+    the lock when it is made and loads later: a layer repository (``kernel_deps.layers``)."""
+    system = system_for_backend(backend)
+    override = _override(repo_id, system)
+    if override is not None:
+        return override
+    return _load(repo_id, source, allow_download=True, system=system)
+
+
+def not_locked(repo_id: str, source: LockSource) -> KernelNotLockedError:
+    """The error for a repo ``source``'s lock does not list."""
+    return KernelNotLockedError(
+        f"{repo_id} is not locked in {source.path}; add it to [tool.kernels.dependencies] and run kernels lock"
+    )
+
+
 def get_kernel(
     repo_id: str,
     *,
@@ -220,9 +237,7 @@ def _load(
 ) -> ModuleType:
     kernel = source.lock.get(repo_id)
     if kernel is None:
-        raise KernelNotLockedError(
-            f"{repo_id} is not locked in {source.path}; add it to [tool.kernels.dependencies] and run kernels lock"
-        )
+        raise not_locked(repo_id, source)
     repo_id = kernel.repo_id  # a repo that redirects is loaded as its destination, which the lock pins
     variant = select_variant(repo_id, sorted(kernel.variants), system or _this_system())
     key = (repo_id, kernel.sha, variant)
@@ -261,6 +276,7 @@ __all__ = [
     "get_local_kernel",
     "get_locked_kernel",
     "has_kernel",
+    "load_from_lock",
     "load_kernel",
     "loaded_kernels",
     "module_name_for",

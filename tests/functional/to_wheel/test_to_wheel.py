@@ -150,11 +150,11 @@ def test_a_changed_installed_file_is_refused_naming_it(installed, tmp_path) -> N
 
 def test_a_file_added_to_the_installed_package_is_refused_naming_it(installed, tmp_path) -> None:
     app, target = installed
-    (target / IMPORT_NAME / "layers.py").write_text("raise SystemExit('planted')\n")
+    (target / IMPORT_NAME / "planted.py").write_text("raise SystemExit('PLANTED-RAN')\n")
     result = subprocess.run([sys.executable, "grayscale.py"], cwd=app, env=app_env(tmp_path, target),
                             capture_output=True, text=True)  # fmt: skip
     assert result.returncode == 1
-    assert "layers.py extra" in result.stderr and "planted" not in result.stderr
+    assert "planted.py extra" in result.stderr and "PLANTED-RAN" not in result.stderr
 
 
 def test_the_wheels_and_requirements_are_byte_identical_from_the_same_lock(app_wheels, tmp_path, monkeypatch) -> None:
