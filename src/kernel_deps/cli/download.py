@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 
 from kernel_deps.cli.group import echo_json
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, into_option, is_quiet, target_options
+from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, into_option, is_quiet, project_argument, target_options
 
 
 @click.command()
-@click.argument("project_dir", default=".", type=PROJECT_DIR)
+@project_argument()
 @click.option("--all-variants", is_flag=True, help="Download every locked variant, not just this machine's.")
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
               help="Download this variant (repeatable), e.g. to build an image for another machine.")

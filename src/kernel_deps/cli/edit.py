@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, is_quiet, notice
+from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, is_quiet, notice, project_argument
 from kernel_deps.core.errors import UsageError
 
 
@@ -28,7 +28,7 @@ _LEGACY_PROJECT = click.option("--project", "legacy_project", type=PROJECT_DIR, 
 
 @click.command()
 @click.argument("requirement", metavar="ORG/NAME[SPEC]")
-@click.argument("project_dir", required=False, type=PROJECT_DIR)
+@project_argument()
 @_LEGACY_PROJECT
 @JSON_OPTION
 @QUIET_OPTION
@@ -53,7 +53,7 @@ def add(requirement: str, project_dir: Path | None, legacy_project: Path | None,
 
 @click.command()
 @click.argument("repo_id", metavar="ORG/NAME")
-@click.argument("project_dir", required=False, type=PROJECT_DIR)
+@project_argument()
 @_LEGACY_PROJECT
 @JSON_OPTION
 @QUIET_OPTION

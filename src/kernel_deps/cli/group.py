@@ -37,12 +37,14 @@ QUIET_META = "kernel_deps.quiet"
 
 
 def remember(key: str):
-    """An option's callback setting ``key`` in the context meta when the flag is given."""
+    """An option's callback setting ``key`` in the context meta when the flag is given; the
+    flag's value is True when it was given to the group or to the command (the group's
+    options are processed first, and the meta is shared)."""
 
     def callback(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
         if value:
             ctx.meta[key] = True
-        return value
+        return bool(ctx.meta.get(key))
 
     return callback
 
@@ -178,6 +180,14 @@ def _help_width(max_width: int | None) -> int | None:
     return max(min(columns, 80 if max_width is None else max_width) - 2, 50)
 
 
+def _nearest_command(name: str) -> str | None:
+    """The command of :data:`COMMAND_TABLE` ``name`` is likely a typo of (``lok``: ``lock``), or None."""
+    import difflib
+
+    close = difflib.get_close_matches(name, COMMAND_TABLE, n=1, cutoff=0.7)
+    return close[0] if close else None
+
+
 class _Group(click.Group):
     """Renders every KernelDepsError as one line on stderr, with its exit code, and a
     Ctrl-C as one line, ``interrupted``, with exit code 130 (click would print "Aborted!"
@@ -227,6 +237,9 @@ class _Group(click.Group):
             from kernel_deps.cli.hf import INSTALL_HINT, PeerCliBroken, find_peer_cli, run_peer_cli
 
             peer = find_peer_cli()
+            nearest = _nearest_command(name)
+            if nearest is not None and (peer is None or name not in peer.subcommand_names()):
+                raise UsageError(f"'kernels {name}' is not a command; did you mean '{nearest}'? (see 'kernels --help')")
             if peer is None:
                 raise UsageError(
                     f"'kernels {name}' is not a kernel-deps command, and the Hugging Face kernels library, "
@@ -292,10 +305,10 @@ class _Group(click.Group):
             ctx = super().make_context(info_name, args, *rest, **kwargs)
         except KeyboardInterrupt:
             interrupted()
-        except click.ClickException as exc:
-            if not as_json:
-                raise  # click shows its usage text
-            _exit_on_error(_usage_error(exc), as_json=True)
+        except click.exceptions.NoArgsIsHelpError:
+            raise  # `kernels` alone: click shows the help
+        except click.ClickException as exc:  # one line, as every error: `error: ...`, with or without --json
+            _exit_on_error(_usage_error(exc), as_json=as_json)
         if as_json:
             ctx.meta[JSON_META] = True
         return ctx
@@ -306,9 +319,9 @@ class _Group(click.Group):
         try:
             try:
                 return super().invoke(ctx)
-            except click.ClickException as exc:  # a subcommand's usage error
-                if not ctx.meta.get(JSON_META):
-                    raise  # click shows its usage text
+            except click.exceptions.NoArgsIsHelpError:
+                raise  # `kernels cache` alone: click shows its help
+            except click.ClickException as exc:  # a subcommand's usage error: one line, as every error
                 raise _usage_error(exc, ctx) from None
         except KernelDepsError as exc:
             _exit_on_error(exc, as_json=bool(ctx.meta.get(JSON_META)))
@@ -337,7 +350,9 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
               help="Show kernel-deps' version, and the Hugging Face kernels library's when installed.")
 @click.option("--quiet", "-q", is_flag=True, callback=remember(QUIET_META),
               help="Every command prints nothing but errors and problems found.")
-def main(quiet: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, callback=remember(JSON_META),
+              help="Every command prints its report as JSON (schemas: docs/schemas/).")
+def main(quiet: bool, as_json: bool) -> None:
     """Lock, download, verify and load compute kernels from the Hugging Face Hub."""
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import click
 
 from kernel_deps.cli.group import colour, echo_json
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, echo_table, is_quiet
+from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, echo_table, is_quiet, project_argument
 from kernel_deps.cli.render_lock import short
 
 
 @click.command()
-@click.argument("project_dir", default=".", type=PROJECT_DIR)
+@project_argument()
 @JSON_OPTION
 @QUIET_OPTION
 @click.option("--exit-code", is_flag=True, help="Exit 1 when any pin has drifted (for CI).")

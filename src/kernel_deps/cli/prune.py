@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from kernel_deps.cli.group import echo_json
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, is_quiet
+from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, is_quiet, project_argument
 
 
 @click.group()
@@ -16,7 +16,7 @@ def cache() -> None:
 
 
 @cache.command()
-@click.argument("project_dirs", nargs=-1, type=PROJECT_DIR)
+@project_argument("project_dirs", nargs=-1)
 @click.option("--dry-run", is_flag=True, help="List what would be removed, with sizes; remove nothing.")
 @JSON_OPTION
 @QUIET_OPTION

@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING
 import click
 
 from kernel_deps.cli.group import echo_json
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, into_option, is_quiet, notice, target_options
+from kernel_deps.cli.options import (
+    JSON_OPTION,
+    QUIET_OPTION,
+    into_option,
+    is_quiet,
+    notice,
+    project_argument,
+    require_lock,
+    target_options,
+)
 from kernel_deps.cli.render_lock import change_line, echo_lock_report
 
 if TYPE_CHECKING:
@@ -18,9 +27,9 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("project_dir", default=".", type=PROJECT_DIR)
+@project_argument()
 @click.option("--locked", is_flag=True,
-              help="Exit 1 if kernels.lock is missing or out of date; write and fetch nothing.")
+              help="Exit 1 if kernels.lock is out of date (2 if there is none); write and fetch nothing.")
 @click.option("--frozen", is_flag=True, help="Use kernels.lock as it is; never check pyproject.toml for changes.")
 @target_options(
     "Download and verify the build serving this deployment target (repeatable), instead of this machine's.",
@@ -43,6 +52,8 @@ def sync(
     from kernel_deps.cli.progress import download_progress
     from kernel_deps.commands.sync import sync_project
 
+    if locked:
+        require_lock(project_dir)
     report = sync_project(
         project_dir, locked=locked, frozen=frozen, targets=targets, all_targets=all_targets, into=into,
         progress=download_progress(is_quiet(), lines=not as_json), notice=notice(),

@@ -9,11 +9,11 @@ from pathlib import Path
 import click
 
 from kernel_deps.cli.group import colour, echo_json
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, is_quiet, target_options
+from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, is_quiet, project_argument, target_options
 
 
 @click.command()
-@click.argument("project_dir", default=".", type=PROJECT_DIR)
+@project_argument()
 @click.option("--online", is_flag=True,
               help="Also ask the Hub: do the locked commits still exist, do the locked tags and branches still point at them?")
 @click.option("--require-cached", is_flag=True, help="Also fail when this machine's variant of a kernel is not in the cache.")
