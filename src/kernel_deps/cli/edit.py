@@ -21,6 +21,15 @@ def _project_argument(positional: Path | None, option: Path | None) -> Path:
     return positional or option or Path(".")
 
 
+def toml_value(value) -> str:
+    """``value`` as pyproject.toml holds it: ``">=1.2,<2"``, ``1``, ``{ revision = "v1.0.0" }``."""
+    import json  # a JSON string, number, boolean or array of them is TOML too
+
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{key} = {toml_value(item)}" for key, item in value.items()) + " }"
+    return json.dumps(value)
+
+
 # PROJECT_DIR is positional for every command; add and remove also still accept the
 # --project spelling they used to take, hidden from --help.
 _LEGACY_PROJECT = click.option("--project", "legacy_project", type=PROJECT_DIR, hidden=True)
@@ -44,10 +53,8 @@ def add(requirement: str, project_dir: Path | None, legacy_project: Path | None,
 
     report = add_kernel(project_dir, requirement, notice=notice())
     if not (as_json or is_quiet()):
-        value = report.requirement
-        import json
-
-        click.echo(f"Added {report.repo_id} = {json.dumps(value) if isinstance(value, str) else value}")
+        word = {"updated": "Updated", "unchanged": "Unchanged"}.get(report.status or "", "Added")
+        click.echo(f"{word} {report.repo_id} = {toml_value(report.requirement)}")
     echo_lock_report(report.lock, as_json=as_json, check=False, quiet=is_quiet())
 
 
