@@ -83,13 +83,18 @@ def target_options(target_help: str, all_help: str):
 def require_lock(project_dir: Path) -> None:
     """The one missing-lock error (LockfileError, exit 2, as every command that reads a lock
     gives it) when ``<project_dir>/kernels.lock`` does not exist, before any network: for
-    the checks of a lock (``lock --check``, ``sync --locked``), which would otherwise resolve first."""
+    the checks of a lock (``lock --check``, ``sync --locked``), which would otherwise resolve first.
+    pyproject.toml is judged first, as those checks judge it: its bad input is told before."""
     from kernel_deps.lock.model import lock_path
 
     path = lock_path(project_dir)
     if not (path.exists() or path.is_symlink()):
         from kernel_deps.lock.read import read_lock
+        from kernel_deps.project.record import read_project_record
 
+        project = read_project_record(project_dir)
+        assert project is not None
+        project.requirements, project.targets, project.publishers, project.policy  # noqa: B018 - each judged
         read_lock(path, purpose="use")  # raises the error every reader of a lock raises
 
 

@@ -139,15 +139,18 @@ def _missing_revision(causes: Sequence[RequirementInformation], index: KernelInd
         if revision is None or re.fullmatch(r"[0-9a-f]{40}", revision):
             continue
         try:
-            names = {ref.name for ref in index.refs(requirement.repo_id).refs}
+            refs = index.refs(requirement.repo_id).refs
         except Exception:  # noqa: BLE001 - the refs unread, the conflict is told as it is
             continue
-        if revision in names:
+        if revision in {ref.name for ref in refs}:
             continue
         asker = "" if info.parent is None else f" (asked by {info.parent.repo_id} {info.parent.label})"
         short = " (a commit is given in full, 40 hex digits)" if re.fullmatch(r"[0-9a-f]{4,39}", revision) else ""
+        versions = versions_from_refs(refs)
+        tags = ", ".join(v.ref.name for v in versions if not v.is_branch) or "none"
+        branches = ", ".join(v.ref.name for v in versions if v.is_branch)
         return ResolutionError(
             f"no branch, tag or full commit '{revision}' in {requirement.repo_id}{asker}{short}; "
-            f"'kernels versions {requirement.repo_id}' lists its tags and branches"
+            f"its versions: {tags}{f' (branches {branches})' if branches else ''}"
         )
     return None
