@@ -52,7 +52,7 @@ def sync(
     from kernel_deps.cli.progress import download_progress
     from kernel_deps.commands.sync import sync_project
 
-    if locked:
+    if locked and not frozen:  # both: the usage error, from sync_project
         require_lock(project_dir)
     report = sync_project(
         project_dir, locked=locked, frozen=frozen, targets=targets, all_targets=all_targets, into=into,

@@ -20,7 +20,7 @@ from kernel_deps.core.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
 from kernel_deps.core.spec import parse_add_argument
 from kernel_deps.project.edit import editing
 from kernel_deps.project.pyproject import read_pyproject_text
-from kernel_deps.project.toml_edit import add_requirement, remove_requirement
+from kernel_deps.project.toml_edit import add_requirement, has_requirement, remove_requirement
 from kernel_deps.project.record import project_from_source
 from kernel_deps.resolve.locking import LockMode, LockReport, lock_while_editing
 
@@ -70,9 +70,8 @@ def add_kernel(
         if value is None:
             targets = project_from_source(text, project_dir).targets
             value = requirement_for_newest(repo_id, hub=hub, targets=targets)
-        declared = project_from_source(text, project_dir).declared or ()
         edited = add_requirement(text, repo_id, value, source=source)
-        existed = any(r.repo_id.lower() == repo_id.lower() for r in declared)
+        existed = edited == text or has_requirement(text, repo_id, source=source)
         chosen.append((value, "unchanged" if edited == text else "updated" if existed else "added"))
         return edited
 
