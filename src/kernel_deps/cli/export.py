@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli.group import echo_json
+from kernel_deps.cli.group import counted, echo_json
 from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, is_quiet, project_argument
 
 
@@ -36,5 +36,4 @@ def export(project_dir: Path, format_name: str, output: Path | None, wheels: Pat
     elif report.output is None:
         click.echo(report.text)  # the export itself, -q or not
     elif not is_quiet():
-        kernels = f"{report.kernels} kernel{'' if report.kernels == 1 else 's'}"
-        click.echo(f"Wrote {report.output} ({report.format} format, {kernels})", err=True)
+        click.echo(f"Wrote {report.output} ({report.format} format, {counted(report.kernels, 'kernel')})", err=True)

@@ -54,6 +54,11 @@ def colour(text: str, **style) -> str:
     return text if os.environ.get("NO_COLOR") else click.style(text, **style)
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 kernel``, ``2 kernels``: a count and its noun, as every command's summary says it."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
 def echo_json(payload: dict) -> None:
     """``payload`` on stdout as the JSON document a --json command prints."""
     import json  # only a command that prints JSON pays for it (not `--help`)

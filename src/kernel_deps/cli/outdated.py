@@ -49,7 +49,8 @@ def outdated(project_dir: Path, as_json: bool, quiet: bool, exit_code: bool) -> 
                     f"{k.locked_commit[:12]}); variants that would change: {changed}"
                 )
         if not report.drifted:
-            click.echo(f"all {len(report.kernels)} locked kernels are current")
+            click.echo("the locked kernel is current" if len(report.kernels) == 1
+                       else f"all {counted(len(report.kernels), 'locked kernel')} are current")
     if exit_code and report.drifted:
         sys.exit(1)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli.group import echo_json
+from kernel_deps.cli.group import counted, echo_json
 from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, is_quiet, project_argument
 
 
@@ -35,4 +35,5 @@ def prune(project_dirs: tuple[Path, ...], dry_run: bool, as_json: bool, quiet: b
     for skipped in report.skipped:
         click.echo(f"skipped {skipped.path}: {skipped.reason}")
     verb = "Would free" if dry_run else "Freed"
-    click.echo(f"{verb} {report.bytes:,} bytes ({len(report.removed)} entries); kept {len(report.kept)} locked commits")
+    click.echo(f"{verb} {counted(report.bytes, 'byte')} ({counted(len(report.removed), 'entry', 'entries')}); "
+               f"kept {counted(len(report.kept), 'locked commit')}")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kernel_deps.cli.group import echo_json
+from kernel_deps.cli.group import counted, echo_json
 from kernel_deps.cli.options import (
     JSON_OPTION,
     QUIET_OPTION,
@@ -77,10 +77,11 @@ def sync(
             download = report.download
             present = len(download.fetched) + len(download.already_cached)
             where = f"; placed in {report.into.folder}, verified" if report.into is not None and report.ok else ""
-            verdict = "verified" if report.ok else f"{len(report.problems)} problems found"
+            verdict = "verified" if report.ok else f"{counted(len(report.problems), 'problem')} found"
             click.echo(
-                f"Synced {report.verify.kernels} kernels: {lock_text}; {present} variants present, {verdict} "
-                f"({len(download.fetched)} downloaded, {download.files_fetched} files, {download.bytes_fetched:,} bytes)"
+                f"Synced {counted(report.verify.kernels, 'kernel')}: {lock_text}; {counted(present, 'variant')} present, "
+                f"{verdict} ({len(download.fetched)} downloaded, {counted(download.files_fetched, 'file')}, "
+                f"{counted(download.bytes_fetched, 'byte')})"
                 f"{where}"
             )
     if not report.ok:

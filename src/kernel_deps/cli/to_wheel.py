@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli.group import echo_json
+from kernel_deps.cli.group import counted, echo_json
 from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, is_quiet, project_argument, target_options
 from kernel_deps.core.errors import UsageError
 
@@ -65,4 +65,4 @@ def to_wheel(
             click.echo(f"{wheel.spec.repo_id} {wheel.spec.variant}: {wheel.path.name}")
         pinned = ", ".join(str(r.path) for r in (*report.requirements, *report.pylocks))
         pinned_in = f"; pinned in {pinned}" if pinned else ""
-        click.echo(f"Wrote {len(report.wheels)} wheels to {report.output}{pinned_in}")
+        click.echo(f"Wrote {counted(len(report.wheels), 'wheel')} to {report.output}{pinned_in}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli.group import colour, echo_json
+from kernel_deps.cli.group import colour, counted, echo_json
 from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, is_quiet, project_argument, target_options
 
 
@@ -61,10 +61,11 @@ def verify(
                            "the wheels 'kernels to-wheel' writes from this lock")  # fmt: skip
         else:
             hub = "; every locked commit, tag and branch checked on the Hub" if report.online else ""
-            wheels = f", {len(report.wheels)} installed kernel wheels verified" if report.wheels else ""
+            wheels = f", {counted(len(report.wheels), 'installed kernel wheel')} verified" if report.wheels else ""
             click.echo(
                 f"kernels.lock, pyproject.toml and the cache agree "
-                f"({report.kernels} kernels, {len(report.verified)} cached variants verified{wheels}){hub}"
+                f"({counted(report.kernels, 'kernel')}, {counted(len(report.verified), 'cached variant')} verified"
+                f"{wheels}){hub}"
             )
     if not report.ok:
         sys.exit(1)
