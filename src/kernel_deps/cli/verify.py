@@ -59,6 +59,11 @@ def verify(
                 hint = colour("hint:", fg="cyan")
                 click.echo(f"{hint} an installed kernel wheel differs from kernels.lock; reinstall "
                            "the wheels 'kernels to-wheel' writes from this lock")  # fmt: skip
+        elif not report.verified and not report.wheels:  # nothing to check the lock's hashes against
+            hub = "; every locked commit, tag and branch checked on the Hub" if report.online else ""
+            click.echo(f"kernels.lock and pyproject.toml agree ({counted(report.kernels, 'kernel')}){hub}; "
+                       "nothing locked is in the cache yet, so no file was checked: 'kernels download' fetches "
+                       "this machine's builds")  # fmt: skip
         else:
             hub = "; every locked commit, tag and branch checked on the Hub" if report.online else ""
             wheels = f", {counted(len(report.wheels), 'installed kernel wheel')} verified" if report.wheels else ""

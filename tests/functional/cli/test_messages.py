@@ -61,3 +61,13 @@ def test_a_revision_that_does_not_exist_is_named_as_such(project) -> None:
         assert f"no branch, tag or full commit '{revision}' in {FLASH}" in result.stderr, result.stderr
         assert "relax one of these ranges" not in result.stderr
     assert (project / "pyproject.toml").read_text() == before
+
+
+def test_verify_with_nothing_cached_says_so_plainly(project) -> None:
+    bare = run_kernels("verify", str(project))
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout == ("kernels.lock and pyproject.toml agree (2 kernels); nothing locked is in the cache yet, "
+                           "so no file was checked: 'kernels download' fetches this machine's builds\n")  # fmt: skip
+    assert run_kernels("download", str(project)).returncode == 0
+    cached = run_kernels("verify", str(project))
+    assert "kernels.lock, pyproject.toml and the cache agree (2 kernels, 2 cached variants verified)" in cached.stdout
