@@ -4,8 +4,9 @@
 keys, so that ``kernels -q COMMAND`` is ``kernels COMMAND -q``), the project folder
 argument (:func:`project_argument`: the folder given, or the project found around the
 working directory, :func:`discover_project`), ``--into`` and ``--target`` /
-``--all-targets``; whether ``-q`` and ``--json`` are in force (:func:`is_quiet`, :func:`is_json`), where a library function's notices go (:func:`notice`) and columns of text
-(:func:`echo_table`). Imported by each verb's module, never by the group, so ``kernels
+``--all-targets``; whether ``-q`` is in force (:func:`is_quiet`), the one missing-lock
+error of a check (:func:`require_lock`), where a library function's notices go
+(:func:`notice`) and columns of text (:func:`echo_table`). Imported by each verb's module, never by the group, so ``kernels
 --help`` does not import it.
 """
 
@@ -101,11 +102,6 @@ def require_lock(project_dir: Path) -> None:
 def is_quiet() -> bool:
     """Whether -q was given, to the group or to the command."""
     return bool(click.get_current_context().meta.get(QUIET_META))
-
-
-def is_json() -> bool:
-    """Whether --json was given, to the group or to the command."""
-    return bool(click.get_current_context().meta.get(JSON_META))
 
 
 def notice():

@@ -71,3 +71,14 @@ def test_verify_with_nothing_cached_says_so_plainly(project) -> None:
     assert run_kernels("download", str(project)).returncode == 0
     cached = run_kernels("verify", str(project))
     assert "kernels.lock, pyproject.toml and the cache agree (2 kernels, 2 cached variants verified)" in cached.stdout
+
+
+def test_json_and_quiet_also_before_the_command(project) -> None:
+    from tests.fixtures.schemas import validated
+
+    payload = validated(run_kernels("--json", "tree", str(project)), "tree")
+    assert payload["ok"] is True and payload["kernels"][0]["repo_id"] == LAYER_NORM
+    export = ("export", "--format", "kernels-0.17", "-o", str(project / "hf.lock"), str(project))
+    for args in (("-q", "tree", str(project)), ("tree", "-q", str(project)), ("-q", *export)):
+        quiet = run_kernels(*args)
+        assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", ""), args
