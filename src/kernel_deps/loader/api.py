@@ -216,6 +216,9 @@ def _load(
 ) -> ModuleType:
     kernel = source.lock.get(repo_id)
     if kernel is None:
+        if repo_id in source.declared:  # declared since the lock was made
+            raise KernelNotLockedError(f"{repo_id} is in [tool.kernels.dependencies] but not locked in {source.path}; "
+                                       "run 'kernels lock' (or 'kernels sync')")  # fmt: skip
         raise KernelNotLockedError(
             f"{repo_id} is not locked in {source.path}; add it to [tool.kernels.dependencies] and run kernels lock"
         )

@@ -35,6 +35,9 @@ class LockSource:
     # The signature policy of the project the lock belongs to (its pyproject.toml beside it);
     # None for a lock without one there (embedded in a wheel: judged when the wheel was built).
     policy: SignaturePolicy | None = None
+    # The repo ids that project's [tool.kernels.dependencies] declares (a kernel declared and
+    # not locked is told to run kernels lock, not to add it).
+    declared: frozenset[str] = frozenset()
 
 
 class StaleLockWarning(UserWarning):
@@ -79,7 +82,7 @@ def _project_lock(start: Path, caller: str | None) -> LockSource:
 
 # Lock path -> ((its text, pyproject.toml's stat), the policy judged with it): judged again only
 # when either changes.
-_judgements: dict[Path, tuple[tuple, SignaturePolicy | None]] = {}
+_judgements: dict[Path, tuple[tuple, SignaturePolicy | None, frozenset[str]]] = {}
 
 
 def _judged(path: Path, origin: str, shown: str) -> LockSource:
@@ -100,8 +103,9 @@ def _judged(path: Path, origin: str, shown: str) -> LockSource:
             import warnings
 
             warnings.warn(warning, StaleLockWarning, stacklevel=5)  # once per change of either file
-        known = _judgements[path] = (key, rules.policy if rules is not None else None)
-    return LockSource(found.lock, origin, shown, known[1])
+        declared = frozenset(r.repo_id for r in rules.requirements) if rules is not None else frozenset()
+        known = _judgements[path] = (key, rules.policy if rules is not None else None, declared)
+    return LockSource(found.lock, origin, shown, known[1], known[2])
 
 
 def _stat_key(path: Path) -> tuple[int, int] | None:
