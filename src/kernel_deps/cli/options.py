@@ -37,7 +37,7 @@ def discover_project(ctx: click.Context, param: click.Parameter, value):
     from kernel_deps.project.discovery import find_project
 
     found = find_project()
-    if found is None or found == Path.cwd():
+    if found is None or found == Path.cwd():  # found: the working directory exists
         folder = Path(".")
     else:
         folder = found

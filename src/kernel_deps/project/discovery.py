@@ -22,8 +22,12 @@ _REPOSITORY_MARKER = ".git"
 
 def find_project(start: str | os.PathLike[str] | None = None) -> Path | None:
     """The project folder around ``start`` (default: the working directory), as an absolute
-    path; None when no folder up to the repository or file-system root is one."""
-    here = Path(start).absolute() if start is not None else Path.cwd()
+    path; None when no folder up to the repository or file-system root is one (or the
+    working directory is gone)."""
+    try:
+        here = Path(start).absolute() if start is not None else Path.cwd()
+    except OSError:  # the working directory was removed
+        return None
     for folder in (here, *here.parents):
         if any(os.path.lexists(folder / name) for name in _PROJECT_MARKERS):
             return folder

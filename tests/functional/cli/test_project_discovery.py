@@ -117,3 +117,17 @@ def test_the_installed_command_from_a_subfolder(nested) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [f"using {project}"]
     assert "kernels.lock and pyproject.toml agree (2 kernels)" in result.stdout
+
+
+def test_a_working_directory_removed_meanwhile_is_no_traceback(tmp_path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    previous = os.getcwd()
+    os.chdir(gone)
+    gone.rmdir()
+    try:
+        result = run_kernels("verify")
+    finally:
+        os.chdir(previous)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
