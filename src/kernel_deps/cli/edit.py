@@ -42,7 +42,7 @@ _LEGACY_PROJECT = click.option("--project", "legacy_project", type=PROJECT_DIR, 
 @JSON_OPTION
 @QUIET_OPTION
 def add(requirement: str, project_dir: Path | None, legacy_project: Path | None, as_json: bool, quiet: bool) -> None:
-    """Add a kernel to [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.
+    """Add a kernel to [tool.kernels.dependencies] of PROJECT_DIR (default: the project around .) and relock.
 
     SPEC is a PEP 440 range (kernels-community/activation>=1.2,<2) or @REVISION; without
     one, the newest release's major series is taken (>=X.Y.Z,<X+1).
@@ -65,7 +65,7 @@ def add(requirement: str, project_dir: Path | None, legacy_project: Path | None,
 @JSON_OPTION
 @QUIET_OPTION
 def remove(repo_id: str, project_dir: Path | None, legacy_project: Path | None, as_json: bool, quiet: bool) -> None:
-    """Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock."""
+    """Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default: the project around .) and relock."""
     project_dir = _project_argument(project_dir, legacy_project)
     from kernel_deps.cli.render_lock import echo_lock_report
     from kernel_deps.commands.edit import remove_kernel

@@ -133,13 +133,13 @@ def _delegates(ctx: click.Context) -> bool:
 # imports only its own module; tests/functional/cli/test_cli_table.py checks every entry against the
 # command objects, and that the listing is byte for byte click's own listing of them.
 COMMAND_TABLE: dict[str, tuple[str, str, bool]] = {
-    "add": ("edit", "Add a kernel to [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.", False),
+    "add": ("edit", "Add a kernel to [tool.kernels.dependencies] of PROJECT_DIR (default: the project around .) and relock.", False),
     "cache": ("prune", "Manage the kernel cache.", False),
     "download": ("download", "Fetch exactly what kernels.lock pins into the Hugging Face cache, verified.", False),
     "export": ("export", "Write kernels.lock in the format of another tool (commit pins, transitive kernels included).", False),
     "lock": ("lock", "Resolve [tool.kernels.dependencies] into kernels.lock (commits and variant hashes).", False),
     "outdated": ("outdated", "Show, per locked kernel, what --upgrade would take, newer releases and moved refs.", False),
-    "remove": ("edit", "Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.", False),
+    "remove": ("edit", "Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default: the project around .) and relock.", False),
     "sync": ("sync", "Lock if pyproject.toml changed, download the locked kernels, verify them (one step).", False),
     "to-wheel": ("to_wheel", "Write the locked kernels as wheels (verified bytes only), a hash-pinned requirements.txt and pylock.toml.", False),
     "tree": ("tree", "Show the locked kernels as a dependency tree, and the build serving each target and this machine.", False),

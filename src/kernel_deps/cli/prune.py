@@ -21,7 +21,7 @@ def cache() -> None:
 @JSON_OPTION
 @QUIET_OPTION
 def prune(project_dirs: tuple[Path, ...], dry_run: bool, as_json: bool, quiet: bool) -> None:
-    """Remove every kernel commit no PROJECT_DIR's kernels.lock pins (default: .), and stale downloads."""
+    """Remove every kernel commit no PROJECT_DIR's kernels.lock pins (default: the project around .), and stale downloads."""
     from kernel_deps.commands.prune import prune_cache
 
     report = prune_cache(project_dirs or (Path("."),), dry_run=dry_run)
