@@ -57,6 +57,7 @@ def sync(
     report = sync_project(
         project_dir, locked=locked, frozen=frozen, targets=targets, all_targets=all_targets, into=into,
         progress=download_progress(is_quiet(), lines=not as_json), notice=notice(),
+        on_locked=None if as_json or is_quiet() else _echo_changes,  # before the downloads they cause
     )  # fmt: skip
     for line in report.download.warnings if report.download is not None else ():  # --frozen: said, not refused
         click.echo(f"warning: {line}", err=True)
@@ -65,9 +66,6 @@ def sync(
     elif report.lock_state == "out-of-date":
         echo_lock_report(report.lock, as_json=False, check=True, quiet=is_quiet())
     else:
-        if report.lock_state in ("updated", "created") and not is_quiet():
-            for line in (change_line(change) for change in report.lock.changes):
-                click.echo(line)
         for problem in report.problems:
             click.echo(problem_line(problem))
         if not is_quiet():
@@ -86,6 +84,12 @@ def sync(
             )
     if not report.ok:
         sys.exit(1)
+
+
+def _echo_changes(lock_report) -> None:
+    """What the relock changed, one line each, printed as soon as it is written."""
+    for change in lock_report.changes:
+        click.echo(change_line(change))
 
 
 def problem_line(problem: Problem | PlacedMismatch) -> str:
