@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from kernel_deps.commands.lock import lock_project
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.projects import write_project
 from tests.fixtures.schemas import validated
