@@ -35,11 +35,11 @@ writer runs last.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernel_deps.core.errors import KernelDepsError, PyprojectError
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import ALLOW_STALE_ENV, LOCK_NAME, PYPROJECT_NAME, env_flag
 
 if TYPE_CHECKING:
@@ -57,13 +57,16 @@ class StaleLockError(KernelDepsError):
         self.problems = problems
 
 
-@dataclass(frozen=True, slots=True)
-class BuildLock:
+class BuildLock(Record):
     """What a build puts into the wheel's metadata: a lock (or nothing), and what to warn about."""
 
-    text: str | None = None
-    source: Path | None = None
-    warnings: tuple[str, ...] = ()
+    __slots__ = ("text", "source", "warnings")
+    text: str | None
+    source: Path | None
+    warnings: tuple[str, ...]
+
+    def __init__(self, text: str | None = None, source: Path | None = None, warnings: tuple[str, ...] = ()) -> None:
+        self._init(text, source, warnings)
 
 
 def lock_for_build(project_dir: str | os.PathLike[str], *, fallback: Path | None = None) -> BuildLock:

@@ -1,7 +1,8 @@
 """The Hugging Face Hub cache, as kernel-deps uses it: locate, place atomically, verify.
 
-The one import for the cache's callers (``from kernel_deps.cache import store``): its
-names are defined by the modules each concern has, :mod:`~kernel_deps.cache.layout`
+The one import for the cache's callers (``from kernel_deps.cache import store``): a facade
+on purpose, whose re-exports (``__all__``) are the cache's public surface
+(docs/architecture.md); its names are defined by the modules each concern has, :mod:`~kernel_deps.cache.layout`
 (where things live), :mod:`~kernel_deps.cache.checks` (a variant checked file by file),
 :mod:`~kernel_deps.cache.blobs` (blobs and partial downloads) and
 :mod:`~kernel_deps.cache.placing` (a variant staged and placed).

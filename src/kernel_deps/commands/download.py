@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from kernel_deps.fetch.project import check_choice, download_for_project
+from kernel_deps.fetch.project import VariantChoice, check_choice, download_for_project
 from kernel_deps.fetch.tasks import DownloadReport, Progress
 from kernel_deps.project.record import read_project_record
 
@@ -39,6 +39,6 @@ def download_project(
     check_choice(all_variants, variants, targets, all_targets)
     # pyproject.toml read once: its targets, and what it asks of the lock (none when the lock was copied alone).
     project = read_project_record(Path(project_dir), missing_ok=True)
-    return download_for_project(Path(project_dir), project, all_variants=all_variants, variants=variants,
-                                targets=targets, all_targets=all_targets, hub=hub, progress=progress,
-                                into=into)  # fmt: skip
+    choice = VariantChoice(all_variants, variants, targets, all_targets)
+    return download_for_project(Path(project_dir) if project is None else project, choice, hub=hub,
+                                progress=progress, into=into)  # fmt: skip

@@ -10,12 +10,13 @@ relock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from kernel_deps.core import atomicfile
 from kernel_deps.core.errors import PyprojectError
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
 from kernel_deps.core.spec import parse_add_argument
 from kernel_deps.project.edit import editing
@@ -28,17 +29,21 @@ if TYPE_CHECKING:
     from kernel_deps.hub.client import HubClient
 
 
-@dataclass(frozen=True, slots=True)
-class EditReport:
+class EditReport(Record):
     """What `kernels add` or `kernels remove` did: the entry changed, and the relock."""
 
+    __slots__ = ("action", "repo_id", "requirement", "lock", "status")
     action: str  # "add" or "remove"
     repo_id: str
     # add: the value written to [tool.kernels.dependencies] (a range, a major, or a table
     # such as {revision = ...}); remove: None.
     requirement: str | int | dict | None
     lock: LockReport
-    status: str | None = None  # add: "added", "updated" (the entry was there, another value) or "unchanged"
+    status: str | None  # add: "added", "updated" (the entry was there, another value) or "unchanged"; remove: None
+
+    def __init__(self, action: str, repo_id: str, requirement: str | int | dict | None, lock: LockReport,
+                 status: str | None = None) -> None:  # fmt: skip
+        self._init(action, repo_id, requirement, lock, status)
 
     def to_json(self) -> dict:
         """The relock's report, as docs/schemas/lock.schema.json describes it."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernel_deps.core import ownedfs
 from kernel_deps.core.errors import FileWriteError, LockfileError, UsageError
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME, LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.lock.formats import to_kernels016, to_kernels017
 from kernel_deps.lock.model import Lockfile, lock_path
@@ -27,22 +27,26 @@ PYLOCK_FORMAT = "pylock"
 SCHEMA_VERSION = 1  # of docs/schemas/export.schema.json; see docs/ci.md
 
 
-@dataclass(frozen=True, slots=True)
-class ExportReport:
+class ExportReport(Record):
     """What `kernels export` made: the text in the asked format, and where it went."""
 
+    __slots__ = ("lockfile", "format", "text", "kernels", "output", "warnings")
     lockfile: Path
     format: str
     text: str
     kernels: int  # kernels in the lock exported
     output: Path | None  # the file written; None: the caller shows ``text`` (stdout)
-    warnings: tuple[str, ...] = ()  # the lock exported as it is though it no longer agrees with pyproject.toml
+    warnings: tuple[str, ...]  # the lock exported as it is though it no longer agrees with pyproject.toml
 
     def to_json(self) -> dict:
         """The report as docs/schemas/export.schema.json describes it."""
         return {"schema_version": SCHEMA_VERSION, "ok": True, "lockfile": str(self.lockfile), "format": self.format,
                 "kernels": self.kernels, "output": str(self.output) if self.output is not None else None,
                 "text": self.text if self.output is None else None, "warnings": list(self.warnings)}  # fmt: skip
+
+    def __init__(self, lockfile: Path, format: str, text: str, kernels: int, output: Path | None,
+                 warnings: tuple[str, ...] = ()) -> None:  # fmt: skip
+        self._init(lockfile, format, text, kernels, output, tuple(warnings))
 
 
 def export_project(project_dir: Path, format_name: str, *, output: Path | None = None,
@@ -70,7 +74,9 @@ def export_project(project_dir: Path, format_name: str, *, output: Path | None =
         if output is not None:
             _write_output(Path(output), text)
         report = ExportReport(path, format_name, text, len(lock.kernels), output)
-    return replace(report, warnings=(warning,)) if warning else report
+    if warning:
+        report = ExportReport(report.lockfile, report.format, report.text, report.kernels, report.output, (warning,))
+    return report
 
 
 def export_lock(path: Path, format_name: str) -> tuple[str, Lockfile]:

@@ -10,9 +10,9 @@ says what is there.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from kernel_deps.core.records import Record
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.versions import KernelVersion, satisfies, versions_from_refs
 from kernel_deps.hub.client import HubClient
@@ -20,16 +20,20 @@ from kernel_deps.hub.index import KernelIndex
 from kernel_deps.lock.model import LockedKernel, lock_path
 from kernel_deps.lock.read import read_lock
 from kernel_deps.project.pyproject import read_project
-from kernel_deps.resolve.resolver import Candidate, resolve, version_name
+from kernel_deps.resolve.candidates import Candidate, version_name
+from kernel_deps.resolve.resolver import resolve
 
 
 SCHEMA_VERSION = 1  # of docs/schemas/outdated.schema.json; see docs/ci.md
 
 
-@dataclass(frozen=True, slots=True)
-class KernelDrift:
+class KernelDrift(Record):
     """One locked kernel beside what upstream offers now."""
 
+    __slots__ = (
+        "repo_id", "requirement", "locked_version", "locked_commit", "upgrade_version", "upgrade_commit", "redirects",
+        "latest_version", "latest_commit", "ref_moved_to", "changed_variants",
+    )  # fmt: skip
     repo_id: str
     requirement: str | None  # None: required only by other kernels
     locked_version: str | None
@@ -43,6 +47,15 @@ class KernelDrift:
     latest_commit: str | None
     ref_moved_to: str | None  # where the recorded tag or branch points now, if elsewhere
     changed_variants: tuple[str, ...]  # variants whose hash differs there (added, removed, changed)
+
+    def __init__(
+        self, repo_id: str, requirement: str | None, locked_version: str | None, locked_commit: str,
+        upgrade_version: str | None, upgrade_commit: str | None, redirects: tuple[str, ...],
+        latest_version: str | None, latest_commit: str | None, ref_moved_to: str | None,
+        changed_variants: tuple[str, ...],
+    ) -> None:  # fmt: skip
+        self._init(repo_id, requirement, locked_version, locked_commit, upgrade_version, upgrade_commit, redirects,
+                   latest_version, latest_commit, ref_moved_to, changed_variants)  # fmt: skip
 
     @property
     def upgradable(self) -> bool:
@@ -61,12 +74,15 @@ class KernelDrift:
         return self.upgradable or moved
 
 
-@dataclass(frozen=True, slots=True)
-class OutdatedReport:
+class OutdatedReport(Record):
     """Every locked kernel's drift, sorted by repo id."""
 
+    __slots__ = ("lockfile", "kernels")
     lockfile: Path
     kernels: tuple[KernelDrift, ...]
+
+    def __init__(self, lockfile: Path, kernels: tuple[KernelDrift, ...]) -> None:
+        self._init(lockfile, kernels)
 
     @property
     def drifted(self) -> bool:
@@ -74,7 +90,7 @@ class OutdatedReport:
 
     def to_json(self) -> dict:
         """The report as docs/schemas/outdated.schema.json describes it."""
-        kernels = [{**asdict(k), "upgradable": k.upgradable, "drifted": k.drifted} for k in self.kernels]
+        kernels = [{**k.to_dict(), "upgradable": k.upgradable, "drifted": k.drifted} for k in self.kernels]
         return {"schema_version": SCHEMA_VERSION, "lockfile": str(self.lockfile), "drifted": self.drifted, "kernels": kernels}
 
 

@@ -26,13 +26,13 @@ import re
 import stat
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core import ownedfs
 from kernel_deps.core.errors import FileWriteError, LinkedPathError
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import KERNEL, LOCK_NAME, REPO_TYPE_PLURALS
 from kernel_deps.lock.read import read_lock
 
@@ -44,33 +44,45 @@ _PART_LOCK = re.compile(r"(?P<hash>[0-9a-f]{40}|[0-9a-f]{64})\.part")
 _LINK = "a symbolic link: prune removes nothing through a link, nor looks into one"
 
 
-@dataclass(frozen=True, slots=True)
-class PrunedPath:
+class PrunedPath(Record):
     """One thing removed (or, with ``dry_run``, that would be): its path, why, and its size on disk."""
 
+    __slots__ = ("path", "kind", "size")
     path: Path
     kind: str  # "repo", "commit", "blob", "partial", "lock-file"
     size: int
 
+    def __init__(self, path: Path, kind: str, size: int) -> None:
+        self._init(path, kind, size)
 
-@dataclass(frozen=True, slots=True)
-class SkippedPath:
+
+class SkippedPath(Record):
     """Something prune would have removed, or looked into, and did not: its path and why."""
 
+    __slots__ = ("path", "reason")
     path: Path
     reason: str
 
+    def __init__(self, path: Path, reason: str) -> None:
+        self._init(path, reason)
 
-@dataclass(frozen=True, slots=True)
-class PruneReport:
+
+class PruneReport(Record):
     """What a prune removed (or would remove), what it kept, and what it skipped and why."""
 
+    __slots__ = ("cache_root", "lockfiles", "removed", "kept", "dry_run", "skipped")
     cache_root: Path
     lockfiles: tuple[Path, ...]
     removed: tuple[PrunedPath, ...]
     kept: tuple[tuple[str, str], ...]  # (repo id, commit) pinned by a lock and present
     dry_run: bool
-    skipped: tuple[SkippedPath, ...] = ()
+    skipped: tuple[SkippedPath, ...]
+
+    def __init__(
+        self, cache_root: Path, lockfiles: tuple[Path, ...], removed: tuple[PrunedPath, ...],
+        kept: tuple[tuple[str, str], ...], dry_run: bool, skipped: tuple[SkippedPath, ...] = (),
+    ) -> None:  # fmt: skip
+        self._init(cache_root, lockfiles, removed, kept, dry_run, skipped)
 
     @property
     def bytes(self) -> int:

@@ -15,7 +15,7 @@ to ship:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
@@ -23,8 +23,9 @@ from kernel_deps.cache import store as cache
 from kernel_deps.cache.subset import PlacedMismatch, SubsetReport, check_folder, place_subset
 from kernel_deps.checks.verification import SYNC_KINDS, VerifyReport, verify_inputs, verify_lock
 from kernel_deps.core.errors import UsageError
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import LOCK_NAME
-from kernel_deps.fetch.project import download_for_project
+from kernel_deps.fetch.project import VariantChoice, download_for_project
 from kernel_deps.fetch.tasks import DownloadReport, Progress
 from kernel_deps.project.record import Project, no_project_error, read_project_record
 from kernel_deps.resolve.locking import LockMode, LockReport, lock_while_editing, relock
@@ -36,10 +37,10 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1  # of docs/schemas/sync.schema.json; see docs/ci.md
 
 
-@dataclass(frozen=True, slots=True)
-class SyncReport:
+class SyncReport(Record):
     """What a sync run did: the lock step, the download, the verification, and the folder written."""
 
+    __slots__ = ("lockfile", "lock_state", "lock", "download", "verify", "into", "into_verify")
     lockfile: Path
     # "up-to-date", "updated" (relocked), "created" (there was none), "frozen" (used as it is),
     # or "out-of-date" (--locked: nothing written, nothing fetched).
@@ -47,8 +48,14 @@ class SyncReport:
     lock: LockReport | None  # None with --frozen: the lock was not judged
     download: DownloadReport | None  # None when --locked found the lock out of date
     verify: VerifyReport | None
-    into: SubsetReport | None = None  # --into: what was placed in the folder, and removed from it
-    into_verify: VerifyReport | None = None  # --into: ``kernels verify`` of that folder
+    into: SubsetReport | None  # --into: what was placed in the folder, and removed from it
+    into_verify: VerifyReport | None  # --into: ``kernels verify`` of that folder
+
+    def __init__(
+        self, lockfile: Path, lock_state: str, lock: LockReport | None, download: DownloadReport | None,
+        verify: VerifyReport | None, into: SubsetReport | None = None, into_verify: VerifyReport | None = None,
+    ) -> None:  # fmt: skip
+        self._init(lockfile, lock_state, lock, download, verify, into, into_verify)
 
     @property
     def ok(self) -> bool:
@@ -125,20 +132,20 @@ def sync_project(
             lock_report, project = relock(project_dir, hub=hub, notice=notice)
             if on_locked is not None:
                 on_locked(lock_report)
-    download = download_for_project(project_dir, project, targets=targets, all_targets=all_targets, hub=hub,
+    download = download_for_project(project_dir if project is None else project,
+                                    VariantChoice(targets=targets, all_targets=all_targets), hub=hub,
                                     progress=progress)  # fmt: skip
     if project is None:
         raise no_project_error(project_dir)
     overrides = verify_inputs(online=False)
     verified = _verify(project, overrides, frozen=frozen, targets=targets, all_targets=all_targets)
-    report = SyncReport(path, state, lock_report, download, verified)
     if into is None or not verified.ok:
-        return report
+        return SyncReport(path, state, lock_report, download, verified)
     placed = place_subset(download.wanted(), Path(into), root=download.cache_root, project=project_dir)
     # The folder as the cache it will be: pyproject, lock and the placed variants agree.
     again = _verify(project, overrides, frozen=frozen, targets=targets, all_targets=all_targets,
                     cache_root=Path(into))  # fmt: skip
-    return replace(report, into=placed, into_verify=again)
+    return SyncReport(path, state, lock_report, download, verified, placed, again)
 
 
 def _verify(

@@ -16,7 +16,6 @@ for pip and uv.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -29,11 +28,12 @@ from kernel_deps.core.errors import (
     UntrustedPublisherError,
     UsageError,
 )
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, serving_variant, targets_from_options
 from kernel_deps.core.wheels import WheelSpec, build_wheel, shared_names, wheel_spec
-from kernel_deps.fetch.project import variants_chooser
+from kernel_deps.fetch.project import check_choice, variants_chooser
 from kernel_deps.fetch.run import download_lock
 from kernel_deps.fetch.tasks import DownloadReport, Progress, VariantTask
 from kernel_deps.lock.model import LockedKernel, Lockfile
@@ -45,16 +45,21 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 3  # of docs/schemas/to-wheel.schema.json; see docs/ci.md
 REQUIREMENTS_NAME = wheelfolder.REQUIREMENTS_NAME
+# How --all-variants reads beside the other choices of variants to-wheel offers (it has no --variant).
+_EVERY_WHEEL, _OPTIONS = "writes a wheel of every variant", ("--target", "--all-targets")
 
 
-@dataclass(frozen=True, slots=True)
-class WrittenWheel:
+class WrittenWheel(Record):
     """One wheel written: the locked variant it holds, its file and its SHA-256."""
 
+    __slots__ = ("spec", "path", "sha256", "size")
     spec: WheelSpec
     path: Path
     sha256: str
     size: int
+
+    def __init__(self, spec: WheelSpec, path: Path, sha256: str, size: int) -> None:
+        self._init(spec, path, sha256, size)
 
     def to_json(self) -> dict:
         return {
@@ -72,29 +77,40 @@ class WrittenWheel:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class RequirementsFile:
+class RequirementsFile(Record):
     """A requirements (or pylock) file written: for this machine (``target`` None) or one target."""
 
+    __slots__ = ("path", "target", "wheels")
     path: Path
     target: str | None
     wheels: tuple[str, ...]  # the wheel files it pins
+
+    def __init__(self, path: Path, target: str | None, wheels: tuple[str, ...]) -> None:
+        self._init(path, target, wheels)
 
     def to_json(self) -> dict:
         return {"file": self.path.name, "target": self.target, "wheels": list(self.wheels)}
 
 
-@dataclass(frozen=True, slots=True)
-class ToWheelReport:
+class ToWheelReport(Record):
     """What a to-wheel run wrote: every wheel, and the requirements files pinning them."""
 
+    __slots__ = ("output", "source", "wheels", "requirements", "pylocks", "download", "warnings")
     output: Path
     source: str  # the lock's path, or "ORG/NAME@REVISION" for a kernel outside any project
-    wheels: tuple[WrittenWheel, ...] = ()
-    requirements: tuple[RequirementsFile, ...] = ()
-    pylocks: tuple[RequirementsFile, ...] = ()  # pylock.toml, or pylock.<target>.toml: the same wheels
-    download: DownloadReport = field(default_factory=DownloadReport)
-    warnings: tuple[str, ...] = ()  # the lock used as it is though it no longer agrees with pyproject.toml
+    wheels: tuple[WrittenWheel, ...]
+    requirements: tuple[RequirementsFile, ...]
+    pylocks: tuple[RequirementsFile, ...]  # pylock.toml, or pylock.<target>.toml: the same wheels
+    download: DownloadReport
+    warnings: tuple[str, ...]  # the lock used as it is though it no longer agrees with pyproject.toml
+
+    def __init__(
+        self, output: Path, source: str, wheels: tuple[WrittenWheel, ...] = (),
+        requirements: tuple[RequirementsFile, ...] = (), pylocks: tuple[RequirementsFile, ...] = (),
+        download: DownloadReport | None = None, warnings: tuple[str, ...] = (),
+    ) -> None:  # fmt: skip
+        self._init(output, source, wheels, requirements, pylocks,
+                   DownloadReport() if download is None else download, warnings)  # fmt: skip
 
     def to_json(self) -> dict:
         """The report as docs/schemas/to-wheel.schema.json describes it."""
@@ -126,7 +142,7 @@ def wheels_from_project(
     from kernel_deps.lock.freshness import judge_for_use, read_rules
     from kernel_deps.lock.read import read_lock
 
-    _check_choice(all_variants, targets, all_targets)
+    check_choice(all_variants, (), targets, all_targets, does=_EVERY_WHEEL, options=_OPTIONS)
     lock_file = Path(project_dir) / LOCK_NAME
     rules = read_rules(Path(project_dir))  # once: its targets and what it asks of the lock
     found = read_lock(lock_file, purpose="use")
@@ -134,10 +150,10 @@ def wheels_from_project(
     warning = judge_for_use(found, rules, str(lock_file), "refusing to write wheels")
     declared = rules.targets if rules is not None else ()
     chosen = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
-    report = write_wheels(found.lock, Path(output), source=str(lock_file), all_variants=all_variants, targets=chosen,
-                          hub=hub, progress=progress, wheel_url=wheel_url,
-                          policy=rules.policy if rules is not None else None)  # fmt: skip
-    return replace(report, warnings=(warning,)) if warning else report
+    return write_wheels(found.lock, Path(output), source=str(lock_file), all_variants=all_variants, targets=chosen,
+                        hub=hub, progress=progress, wheel_url=wheel_url,
+                        policy=rules.policy if rules is not None else None,
+                        warnings=(warning,) if warning else ())  # fmt: skip
 
 
 def wheels_from_kernel(
@@ -162,7 +178,7 @@ def wheels_from_kernel(
             f"{argument}: name the revision to build wheels of, as ORG/NAME@REVISION (a tag, branch or commit), "
             "or pass a project folder that has a kernels.lock"
         )
-    _check_choice(all_variants, targets, False)
+    check_choice(all_variants, (), targets, False, does=_EVERY_WHEEL, options=_OPTIONS)
     chosen = targets_from_options(targets, False, (), "the command line")
     requirement = requirement_from_value(repo_id, value)
     wheelfolder.check_output(Path(output), wheelfolder.output_names(chosen, all_variants))
@@ -184,12 +200,13 @@ def write_wheels(
     progress: Progress | None = None,
     policy: SignaturePolicy | None = None,
     wheel_url: str | None = None,
+    warnings: tuple[str, ...] = (),
 ) -> ToWheelReport:
     """Download and verify the chosen variants of every kernel of ``lock`` as ``kernels download``
     does (:func:`download_lock`: digests, and each recorded signer under ``policy``'s trusted root,
     None: Sigstore's public-good root), then write their wheels, requirements files and pylock
     files into ``output`` (the wheels named there by path, or as published under ``wheel_url``);
-    nothing is written when a variant is refused."""
+    nothing is written when a variant is refused. ``warnings`` are the caller's, reported as they are."""
     wheelfolder.check_output(output, wheelfolder.output_names(targets, all_variants))  # before anything is fetched
     pylock.check_wheel_url(wheel_url)
     system = None if (all_variants or targets) else (system or detect_system())
@@ -230,7 +247,8 @@ def write_wheels(
                                     wheel_url=wheel_url)  # fmt: skip
         wheelfolder.write_output(output, name, text.encode("utf-8"))
         pylocks.append(RequirementsFile(output / name, target, tuple(w.path.name for w in wheels)))
-    return ToWheelReport(output, source, tuple(written.values()), tuple(requirements), tuple(pylocks), download)
+    return ToWheelReport(output, source, tuple(written.values()), tuple(requirements), tuple(pylocks), download,
+                         warnings)  # fmt: skip
 
 
 def requirements_text(wheels: Sequence[WrittenWheel], target: str | None, name: str = REQUIREMENTS_NAME) -> str:
@@ -292,18 +310,13 @@ def _refuse_shared_names(lock: Lockfile, variants_for: Callable[[LockedKernel], 
         raise UsageError(f"no wheels written: {clashes[0]}{more}; choose the builds with --target")
 
 
-def _check_choice(all_variants: bool, targets: Sequence[str], all_targets: bool) -> None:
-    if all_variants and (targets or all_targets):
-        raise UsageError("--all-variants writes a wheel of every variant; drop --target and --all-targets")
-
-
 def _lock_one(requirement, trusted: tuple[str, ...], hub: HubClient | None) -> Lockfile:
     """A lock of one requirement and its kernel dependencies, held in memory."""
     from kernel_deps.resolve.session import hub_trusts, resolve_in_memory
     from kernel_deps.trust.signers import SignaturePolicy
     from kernel_deps.hub.client import HubClient
     from kernel_deps.trust.publishers import judge_publishers, publisher_trust_text
-    from kernel_deps.resolve.resolver import Requester
+    from kernel_deps.resolve.explain import Requester
 
     requester = Requester(
         "the command line",

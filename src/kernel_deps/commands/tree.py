@@ -14,10 +14,10 @@ is listed in ``missing``, and ``warning`` says the lock no longer agrees with py
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
+from kernel_deps.core.records import FrozenMap, Record
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, serving_variant
 from kernel_deps.lock.freshness import agreement_warning, judge_lock, rules_of
@@ -30,18 +30,24 @@ SCHEMA_VERSION = 3  # of docs/schemas/tree.schema.json; see docs/ci.md
 _UNMET_KINDS = frozenset({"unsatisfied", "version-not-recorded", "dependency-unsatisfied"})
 
 
-@dataclass(frozen=True, slots=True)
-class TreeNode:
+class TreeNode(Record):
     """One locked kernel where it sits in the tree."""
 
+    __slots__ = ("repo_id", "version", "commit", "requirement", "required_by", "dependencies", "repeated", "unmet")
     repo_id: str
     version: str | None
     commit: str
     requirement: str | None  # as its parent (or pyproject.toml) states it; None when unknown
     required_by: str | None  # the parent kernel; None for the project
-    dependencies: tuple[TreeNode, ...] = ()
-    repeated: bool = False  # shown in full higher up
-    unmet: bool = False  # the locked pin does not meet ``requirement``
+    dependencies: tuple[TreeNode, ...]
+    repeated: bool  # shown in full higher up
+    unmet: bool  # the locked pin does not meet ``requirement``
+
+    def __init__(
+        self, repo_id: str, version: str | None, commit: str, requirement: str | None, required_by: str | None,
+        dependencies: tuple[TreeNode, ...] = (), repeated: bool = False, unmet: bool = False,
+    ) -> None:  # fmt: skip
+        self._init(repo_id, version, commit, requirement, required_by, dependencies, repeated, unmet)
 
     def to_json(self) -> dict:
         return {
@@ -56,19 +62,26 @@ class TreeNode:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Serving:
+class Serving(Record):
     """For one machine (a declared target, or this one): the build that serves each kernel."""
 
+    __slots__ = ("name", "system", "variants", "signers")
     name: str | None  # the target's name; None for this machine
     system: SystemInfo
-    variants: dict[str, str | None]
+    variants: FrozenMap  # repo id -> the variant serving it (None: no build does)
     # Who signed each serving build's metadata.json, as the lock records it (None: unsigned or no build).
-    signers: dict[str, VariantSigner | None] = field(default_factory=dict)
+    signers: FrozenMap  # repo id -> VariantSigner | None
+
+    def __init__(
+        self, name: str | None, system: SystemInfo, variants: Mapping[str, str | None],
+        signers: Mapping[str, VariantSigner | None] | None = None,
+    ) -> None:  # fmt: skip
+        self._init(name, system, FrozenMap(variants.items()), FrozenMap(() if signers is None else signers.items()))
 
     def to_json(self) -> dict:
         signers = {repo_id: s.to_dict() if s else None for repo_id, s in self.signers.items()}
-        return {"name": self.name, "system": self.system.describe(), "variants": self.variants, "signers": signers}
+        variants = dict(self.variants)
+        return {"name": self.name, "system": self.system.describe(), "variants": variants, "signers": signers}
 
     @property
     def unserved(self) -> list[str]:
@@ -76,16 +89,22 @@ class Serving:
         return [repo_id for repo_id, variant in self.variants.items() if variant is None]
 
 
-@dataclass(frozen=True, slots=True)
-class TreeReport:
+class TreeReport(Record):
     """What `kernels tree` shows."""
 
+    __slots__ = ("lockfile", "roots", "targets", "this_machine", "missing", "warning")
     lockfile: Path
     roots: tuple[TreeNode, ...]
     targets: tuple[Serving, ...]
     this_machine: Serving
-    missing: tuple[tuple[str, str], ...] = ()  # (repo id, requirement) pyproject.toml declares and the lock lacks
-    warning: str | None = None  # the lock no longer agrees with pyproject.toml: what to run
+    missing: tuple[tuple[str, str], ...]  # (repo id, requirement) pyproject.toml declares and the lock lacks
+    warning: str | None  # the lock no longer agrees with pyproject.toml: what to run
+
+    def __init__(
+        self, lockfile: Path, roots: tuple[TreeNode, ...], targets: tuple[Serving, ...], this_machine: Serving,
+        missing: tuple[tuple[str, str], ...] = (), warning: str | None = None,
+    ) -> None:  # fmt: skip
+        self._init(lockfile, roots, targets, this_machine, tuple(missing), warning)
 
     def to_json(self) -> dict:
         """The report as docs/schemas/tree.schema.json describes it."""

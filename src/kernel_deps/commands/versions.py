@@ -8,9 +8,8 @@ once). Hub failures propagate as :mod:`kernel_deps.core.errors` types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kernel_deps.cache.pools import worker_pool
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import HUB_WORKERS, KERNEL
 from kernel_deps.core.versions import KernelVersion, RefKind, versions_from_refs
 from kernel_deps.hub.client import HubClient
@@ -19,24 +18,30 @@ from kernel_deps.hub.client import HubClient
 SCHEMA_VERSION = 1  # of docs/schemas/versions.schema.json; see docs/ci.md
 
 
-@dataclass(frozen=True, slots=True)
-class ListedVersion:
+class ListedVersion(Record):
     """One version of a repo: the ref naming it, the commit it points at, its variant count."""
 
+    __slots__ = ("ref", "kind", "version", "commit", "variants")
     ref: str
     kind: RefKind
     version: str
     commit: str
     variants: int
 
+    def __init__(self, ref: str, kind: RefKind, version: str, commit: str, variants: int) -> None:
+        self._init(ref, kind, version, commit, variants)
 
-@dataclass(frozen=True, slots=True)
-class VersionListing:
+
+class VersionListing(Record):
     """The versions of one repo, newest first, and the repo type it was found as."""
 
+    __slots__ = ("repo_id", "repo_type", "versions")
     repo_id: str
     repo_type: str
     versions: tuple[ListedVersion, ...]
+
+    def __init__(self, repo_id: str, repo_type: str, versions: tuple[ListedVersion, ...]) -> None:
+        self._init(repo_id, repo_type, versions)
 
     @property
     def is_legacy(self) -> bool:

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
     from filelock import FileLock
 
-    from kernel_deps.hub.client import HubClient, TreeFile
+    from kernel_deps.hub.client import HubClient
+    from kernel_deps.hub.listing import TreeFile
     from kernel_deps.trust.signatures import VariantRefusal
 
 

@@ -1,8 +1,8 @@
 """A project's download: its lock judged against its record, the variants chosen, fetched, and ``--into``.
 
 ``kernels download`` and ``kernels sync`` both run it with the project read once
-(:class:`kernel_deps.project.record.Project`; None: a lock copied alone, with no
-pyproject.toml beside it, of which nothing is asked).
+(:class:`kernel_deps.project.record.Project`; or, for a lock copied alone with no
+pyproject.toml beside it, of which nothing is asked, its folder).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core.errors import UsageError
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, targets_from_options, variants_for_targets
@@ -26,10 +27,30 @@ if TYPE_CHECKING:
     from kernel_deps.project.record import Project
 
 
-def check_choice(all_variants: bool, variants: Sequence[str], targets: Sequence[str], all_targets: bool) -> None:
-    """UsageError when ``--all-variants`` is given with another choice of variants."""
+class VariantChoice(Record):
+    """Which variants of each locked kernel a run takes, as the command line asks: every one
+    (``all_variants``), the named ``variants``, the builds serving the named ``targets`` (or
+    every target the project declares, ``all_targets``); none of these: this machine's."""
+
+    __slots__ = ("all_variants", "variants", "targets", "all_targets")
+    all_variants: bool
+    variants: tuple[str, ...]
+    targets: tuple[str, ...]
+    all_targets: bool
+
+    def __init__(self, all_variants: bool = False, variants: Sequence[str] = (), targets: Sequence[str] = (),
+                 all_targets: bool = False) -> None:  # fmt: skip
+        self._init(all_variants, tuple(variants), tuple(targets), all_targets)
+
+
+def check_choice(
+    all_variants: bool, variants: Sequence[str], targets: Sequence[str], all_targets: bool, *,
+    does: str = "downloads every variant", options: Sequence[str] = ("--variant", "--target", "--all-targets"),
+) -> None:  # fmt: skip
+    """UsageError when ``--all-variants`` is given with another choice of variants: what it
+    ``does`` and the ``options`` the command offers beside it (``download``'s, unless told)."""
     if all_variants and (variants or targets or all_targets):
-        raise UsageError("--all-variants downloads every variant; drop --variant, --target and --all-targets")
+        raise UsageError(f"--all-variants {does}; drop {', '.join(options[:-1])} and {options[-1]}")
 
 
 def variants_chooser(
@@ -57,39 +78,36 @@ def served(kernel: LockedKernel, targets: Sequence[Target]) -> list[str]:
 
 
 def download_for_project(
-    project_dir: Path,
-    project: Project | None,
+    project: Project | Path,
+    choice: VariantChoice | None = None,
     *,
-    all_variants: bool = False,
-    variants: Sequence[str] = (),
-    targets: Sequence[str] = (),
-    all_targets: bool = False,
     hub: HubClient | None = None,
     progress: Progress | None = None,
     into: Path | None = None,
 ) -> DownloadReport:
-    """Download what ``<project_dir>/kernels.lock`` pins, for this machine unless told otherwise:
-    every variant, the named ``variants``, or the builds that serve the named ``targets``
-    (or every target ``project`` declares, ``all_targets``); with ``into``, then place
-    exactly those variants in that folder (:func:`kernel_deps.cache.subset.place_subset`).
-    What the project asks of the lock is judged before a byte is fetched, the same way for
-    every lock format."""
+    """Download what the project's ``kernels.lock`` pins (``project``: its record, or the folder of
+    a lock copied alone, with no pyproject.toml), the variants ``choice`` names (None: this
+    machine's); with ``into``, then place exactly those variants in that folder
+    (:func:`kernel_deps.cache.subset.place_subset`). What the project asks of the lock is
+    judged before a byte is fetched, the same way for every lock format."""
     from kernel_deps.lock.freshness import judge_for_use, rules_of
     from kernel_deps.lock.read import read_lock
 
-    lock_file = Path(project_dir) / LOCK_NAME
-    rules = rules_of(project) if project is not None else None
+    project_dir, record = (project, None) if isinstance(project, Path) else (project.folder, project)
+    lock_file = project_dir / LOCK_NAME
+    rules = rules_of(record) if record is not None else None
     found = read_lock(lock_file, purpose="use")  # ours or kernels <= 0.16's, never rewritten
     warning = judge_for_use(found, rules, str(lock_file), "refusing to download")  # said, not refused
     declared = rules.targets if rules is not None else ()
-    chosen_targets = targets_from_options(targets, all_targets, declared, Path(project_dir) / PYPROJECT_NAME)
-    variants_for = variants_chooser(all_variants=all_variants, variants=variants, targets=chosen_targets)
+    choice = VariantChoice() if choice is None else choice
+    chosen_targets = targets_from_options(choice.targets, choice.all_targets, declared, project_dir / PYPROJECT_NAME)
+    variants_for = variants_chooser(all_variants=choice.all_variants, variants=choice.variants, targets=chosen_targets)
     if into is not None:
         from kernel_deps.cache.subset import check_folder, place_subset
 
-        check_folder(Path(into), cache.cache_root(), project=Path(project_dir))  # bad input before anything is fetched
+        check_folder(Path(into), cache.cache_root(), project=project_dir)  # bad input before anything is fetched
     policy = rules.policy if rules is not None else None
     report = download_lock(found.lock, variants_for=variants_for, hub=hub, progress=progress, policy=policy)
-    placed = (place_subset(report.wanted(), Path(into), root=report.cache_root, project=Path(project_dir))
+    placed = (place_subset(report.wanted(), Path(into), root=report.cache_root, project=project_dir)
               if into is not None else None)  # fmt: skip
     return replace(report, lockfile=lock_file, into=placed, warnings=[warning] if warning else [])

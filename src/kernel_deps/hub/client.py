@@ -9,6 +9,9 @@ What the files mean (metadata, hashes) is for the modules that use them.
 
 The Hub's answers are untrusted input: every file of a tree listing is checked, once, by
 :mod:`kernel_deps.hub.listing`, and a refs listing is read by :mod:`kernel_deps.hub.refs`.
+The records its calls return are imported from where they are defined (``TreeFile`` from
+:mod:`~kernel_deps.hub.listing`, ``RepoRefs`` from :mod:`~kernel_deps.hub.refs`,
+``PublisherTrust`` from :mod:`kernel_deps.trust.publishers`); this module exports its own.
 """
 
 from __future__ import annotations
@@ -40,15 +43,12 @@ from kernel_deps.core.errors import (
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import BUILD_DIR, KERNEL, MODEL, REPO_TYPE_PLURALS
 from kernel_deps.core.spec import validate_repo_id
-from kernel_deps.hub.listing import TreeFile, check_listing, path_problem, shown_path
+from kernel_deps.hub.listing import TreeFile, check_listing
 from kernel_deps.hub.refs import RepoRefs, parse_refs
 from kernel_deps.hub.transport import RequestSubject, Transport
 from kernel_deps.trust.publishers import PublisherTrust
 
-__all__ = [
-    "MAX_SMALL_FILE_BYTES", "CommitListing", "HubClient", "PublisherTrust", "RepoRefs", "TreeFile", "check_listing",
-    "path_problem", "shown_path",
-]  # fmt: skip
+__all__ = ["MAX_SMALL_FILE_BYTES", "CommitListing", "HubClient"]
 
 # metadata.json is a few hundred bytes; anything far larger is not one.
 MAX_SMALL_FILE_BYTES = 1 << 20

@@ -36,7 +36,9 @@ from kernel_deps.core.spec import (
     publisher_allowance,
 )
 from kernel_deps.core.variants import is_valid_variant_name
-from kernel_deps.hub.client import MAX_SMALL_FILE_BYTES, CommitListing, HubClient, RepoRefs, TreeFile
+from kernel_deps.hub.client import MAX_SMALL_FILE_BYTES, CommitListing, HubClient
+from kernel_deps.hub.listing import TreeFile
+from kernel_deps.hub.refs import RepoRefs
 from kernel_deps.trust.publishers import PublisherTrust
 from kernel_deps.hub.redirects import MAX_REDIRECTS, Redirect, and_list, parse_kernel_status, redirect_trail
 from kernel_deps.trust.digests import BUNDLE_NAME

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -38,6 +38,7 @@ from kernel_deps.core.errors import (
     LockPolicyError,
     UsageError,
 )
+from kernel_deps.core.records import Record
 from kernel_deps.trust.signers import Identity, SignaturePolicy
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.variants import select_variant
@@ -54,16 +55,19 @@ from kernel_deps.loader.unlocked import resolve_unlocked
 from kernel_deps.loader.variant import verified_variant
 
 
-@dataclass(frozen=True, slots=True)
-class KernelOrigin:
+class KernelOrigin(Record):
     """What a loaded kernel module is: set as ``module.__kernel_origin__``."""
 
+    __slots__ = ("repo_id", "commit", "variant", "path", "lock_origin", "lock_path")
     repo_id: str
     commit: str
     variant: str
     path: Path
     lock_origin: str
     lock_path: str
+
+    def __init__(self, repo_id: str, commit: str, variant: str, path: Path, lock_origin: str, lock_path: str) -> None:
+        self._init(repo_id, commit, variant, path, lock_origin, lock_path)
 
 
 @lru_cache(maxsize=1)

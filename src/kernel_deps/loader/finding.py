@@ -12,11 +12,11 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from kernel_deps.core.errors import LockNotFoundError
+from kernel_deps.core.records import Record
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.lock.model import Lockfile
@@ -25,19 +25,23 @@ from kernel_deps.lock.read import parse_lock, read_lock
 _OWN_PACKAGE = __name__.split(".")[0]
 
 
-@dataclass(frozen=True, slots=True)
-class LockSource:
+class LockSource(Record):
     """The lock a load used and where it came from (for logs)."""
 
+    __slots__ = ("lock", "origin", "path", "policy", "declared")
     lock: Lockfile
     origin: str  # "argument", "KERNELS_LOCKFILE", "distribution <name>", "project"
     path: str
     # The signature policy of the project the lock belongs to (its pyproject.toml beside it);
     # None for a lock without one there (embedded in a wheel: judged when the wheel was built).
-    policy: SignaturePolicy | None = None
+    policy: SignaturePolicy | None
     # The repo ids that project's [tool.kernels.dependencies] declares (a kernel declared and
     # not locked is told to run kernels lock, not to add it).
-    declared: frozenset[str] = frozenset()
+    declared: frozenset[str]
+
+    def __init__(self, lock: Lockfile, origin: str, path: str, policy: SignaturePolicy | None = None,
+                 declared: frozenset[str] = frozenset()) -> None:  # fmt: skip
+        self._init(lock, origin, path, policy, declared)
 
 
 class StaleLockWarning(UserWarning):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core.errors import KernelCacheReadError
+from kernel_deps.core.records import Record
 from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.lock.model import LockedKernel
 
@@ -15,12 +15,15 @@ if TYPE_CHECKING:
     from kernel_deps.trust.signatures import PolicyPlace
 
 
-@dataclass(frozen=True, slots=True)
-class Judge:
+class Judge(Record):
     """The signature policy a load holds a build to, and where that policy is written (for messages)."""
 
+    __slots__ = ("policy", "place")
     policy: SignaturePolicy
     place: PolicyPlace
+
+    def __init__(self, policy: SignaturePolicy, place: PolicyPlace) -> None:
+        self._init(policy, place)
 
     @staticmethod
     def of(source: LockSource, kernel: LockedKernel, variant: str, policy: SignaturePolicy | None) -> Judge:

@@ -44,7 +44,7 @@ def import_variant(kernel: LockedKernel, variant: str, check: cache.VariantCheck
             "load one variant of a kernel commit per process"
         )
     verified_import.install()
-    VerifiedFinder.roots[name] = VerifiedTree(label, check.path, package, dict(check.files))
+    VerifiedFinder.roots[name] = VerifiedTree(label, check.path, package, check.files)
     try:
         module = importlib.import_module(name)
     except BaseException as exc:

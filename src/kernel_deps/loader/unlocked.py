@@ -28,7 +28,7 @@ def resolve_unlocked(
     from kernel_deps.resolve.session import resolve_in_memory
     from kernel_deps.core.spec import InvalidEntry, requirement_from_value
     from kernel_deps.hub.client import HubClient
-    from kernel_deps.resolve.resolver import Requester
+    from kernel_deps.resolve.explain import Requester
 
     expected = (
         "pass exactly one of version= (a major, e.g. version=1, or a range such as '>=1.2,<2') "

@@ -24,24 +24,27 @@ import importlib.machinery
 import importlib.util
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from kernel_deps.core.errors import KernelCacheReadError, KernelIntegrityError
 from kernel_deps.core.hashing import git_blob_id
+from kernel_deps.core.records import FrozenMap, Record
 
 ROOT_PACKAGE = "_kernel_deps_loaded"
 
 
-@dataclass(frozen=True)
-class VerifiedTree:
+class VerifiedTree(Record):
     """One checked variant: its folder, its package inside it, and its hashed files."""
 
+    __slots__ = ("label", "folder", "package", "files")
     label: str  # "<repo id> <variant>", for messages
     folder: Path  # snapshots/<commit>/build/<variant>
     package: str  # the package folder relative to ``folder``: "" or one folder name
-    files: Mapping[str, str]  # relative path -> content hash, as verified
+    files: FrozenMap  # relative path -> content hash, as verified (copied: nothing changes it after the check)
+
+    def __init__(self, label: str, folder: Path, package: str, files: Mapping[str, str]) -> None:
+        self._init(label, folder, package, FrozenMap(files.items()))
 
     def path_of(self, rel: str) -> Path:
         return self.folder.joinpath(*rel.split("/"))

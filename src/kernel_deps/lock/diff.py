@@ -6,8 +6,7 @@ the CLI renders each as its ``+ - ~`` line (``render.change_line``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from kernel_deps.core.records import Record
 from kernel_deps.lock.entries import LockedPin
 from kernel_deps.lock.model import LockedKernel, Lockfile
 
@@ -21,21 +20,29 @@ CHANGE_ACTIONS = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class LockChange:
+class LockChange(Record):
     """One difference between the old and the new lock, as data (the CLI renders the ``+ - ~`` line)."""
 
+    __slots__ = ("action", "repo_id", "before", "after", "variant", "dependency", "requirement", "requires")
     action: str  # one of CHANGE_ACTIONS
     repo_id: str | None  # None: the lock as a whole (layout-changed)
     before: LockedPin | None  # "from" in JSON
     after: LockedPin | None  # "to" in JSON
-    variant: str | None = None  # variant-*
-    dependency: str | None = None  # dependency-*, requires-*
+    variant: str | None  # variant-*
+    dependency: str | None  # dependency-*, requires-*
     # requirement-changed: what pyproject.toml asks, before and after (None: transitive only).
-    requirement: tuple[str | None, str | None] | None = None
+    requirement: tuple[str | None, str | None] | None
     # requires-*: what this entry records that it requires of ``dependency``, before (None:
     # not recorded, an older lock) and after.
-    requires: tuple[tuple[str, ...] | None, tuple[str, ...]] | None = None
+    requires: tuple[tuple[str, ...] | None, tuple[str, ...]] | None
+
+    def __init__(
+        self, action: str, repo_id: str | None, before: LockedPin | None, after: LockedPin | None,
+        variant: str | None = None, dependency: str | None = None,
+        requirement: tuple[str | None, str | None] | None = None,
+        requires: tuple[tuple[str, ...] | None, tuple[str, ...]] | None = None,
+    ) -> None:  # fmt: skip
+        self._init(action, repo_id, before, after, variant, dependency, requirement, requires)
 
     def to_json(self) -> dict:
         data: dict = {

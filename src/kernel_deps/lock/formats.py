@@ -26,7 +26,8 @@ from typing import Any
 
 from kernel_deps.core.errors import LockfileError
 from kernel_deps.core.fields import FieldError, check_object, invalid
-from kernel_deps.lock.model import COMMIT_SHA, Lockfile, parse_entries, repo_id_problem
+from kernel_deps.lock.entries import COMMIT_SHA, repo_id_problem
+from kernel_deps.lock.model import Lockfile, parse_entries
 
 __all__ = [
     "from_kernels016", "kernels017_named_pins", "to_kernels016", "to_kernels017",

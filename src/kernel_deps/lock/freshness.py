@@ -19,7 +19,8 @@ from kernel_deps.trust.signers import SignaturePolicy, describe_signer
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target, missing_targets
 from kernel_deps.core.versions import locked_ref, parse_version_ref, satisfies
-from kernel_deps.lock.model import LockedKernel, Lockfile, requirement_from_text
+from kernel_deps.lock.entries import requirement_from_text
+from kernel_deps.lock.model import LockedKernel, Lockfile
 
 if TYPE_CHECKING:
     from kernel_deps.lock.read import LockRead

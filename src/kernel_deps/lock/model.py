@@ -11,7 +11,10 @@ absent key, duplicate keys, the text itself): every error gets the path of its k
 
 A file is read (in whichever format) by :mod:`kernel_deps.lock.read`, and other tools'
 entries by :mod:`kernel_deps.lock.formats`, through the helpers below; files are written
-through :mod:`kernel_deps.core.atomicfile`. The entries' records are importable from here too.
+through :mod:`kernel_deps.core.atomicfile`. The entries' records (``LockedKernel``,
+``VariantLock``, ``VariantSigner``, ``LockedPin``) are this module's public surface too,
+importable from here as docs/locking.md says; the entries' helpers are imported from
+:mod:`kernel_deps.lock.entries`.
 """
 
 from __future__ import annotations
@@ -25,20 +28,15 @@ from kernel_deps.core.errors import LockfileError
 from kernel_deps.core.fields import FieldError, brief
 from kernel_deps.core.records import FrozenMap, Record, replaceable
 from kernel_deps.core.settings import LOCK_NAME
-from kernel_deps.lock.entries import (
-    COMMIT_SHA,
+from kernel_deps.lock.entries import (  # the entries' records: importable from here too (docs/locking.md)
     LockedKernel,
     LockedPin,
     VariantLock,
     VariantSigner,
     repo_id_problem,
-    requirement_from_text,
 )
 
-__all__ = [
-    "COMMIT_SHA", "LockedKernel", "LockedPin", "Lockfile", "VariantLock", "VariantSigner", "lock_path",
-    "repo_id_problem", "requirement_from_text", "write_lockfile",
-]  # fmt: skip
+__all__ = ["LockedKernel", "LockedPin", "Lockfile", "VariantLock", "VariantSigner", "lock_path", "write_lockfile"]
 
 _FIX = "fix the entry or rerun 'kernels lock'"
 

@@ -8,11 +8,11 @@ before it reads the files until the lock is written (:func:`kernel_deps.project.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
+from kernel_deps.core.records import Record, replaceable
 from kernel_deps.core.settings import is_offline
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target
@@ -49,10 +49,14 @@ class LockMode(Enum):
     JUDGE = "judge"
 
 
-@dataclass(frozen=True, slots=True)
-class LockReport:
+@replaceable  # add and remove copy one with dataclasses.replace (written)
+class LockReport(Record):
     """What a lock run found: the new lock, the old one, and what changed."""
 
+    __slots__ = (
+        "path", "lock", "previous", "changes", "up_to_date", "written", "notes", "uncovered", "targets",
+        "converted_from", "problems", "existed",
+    )  # fmt: skip
     path: Path
     lock: Lockfile
     previous: Lockfile | None
@@ -60,17 +64,27 @@ class LockReport:
     up_to_date: bool
     written: bool
     # Why a kernel was held back for a deployment target, build folders skipped, redirects followed.
-    notes: list[LockNote] = field(default_factory=list)
+    notes: list[LockNote]
     # Declared targets the prior lock does not serve (the targets changed since it was made).
-    uncovered: list[Problem] = field(default_factory=list)
-    targets: tuple[Target, ...] = ()
+    uncovered: list[Problem]
+    targets: tuple[Target, ...]
     # The other tool whose lock this run replaced with ours, keeping its pins (None: ours or none).
-    converted_from: str | None = None
+    converted_from: str | None
     # Why the prior lock is out of date, as ``lock --check`` and ``verify`` judge it without the Hub
     # (sync.check_sync): a requirement it does not meet, a dependency pin its parent does not accept.
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Problem]
     # Whether there was a kernels.lock before the run (in any format).
-    existed: bool = True
+    existed: bool
+
+    def __init__(
+        self, path: Path, lock: Lockfile, previous: Lockfile | None, changes: list[LockChange], up_to_date: bool,
+        written: bool, notes: list[LockNote] | None = None, uncovered: list[Problem] | None = None,
+        targets: tuple[Target, ...] = (), converted_from: str | None = None, problems: list[Problem] | None = None,
+        existed: bool = True,
+    ) -> None:  # fmt: skip
+        self._init(path, lock, previous, changes, up_to_date, written, [] if notes is None else notes,
+                   [] if uncovered is None else uncovered, targets, converted_from,
+                   [] if problems is None else problems, existed)  # fmt: skip
 
     def to_json(self) -> dict:
         """The report as docs/schemas/lock.schema.json describes it."""

@@ -7,9 +7,9 @@ build folders skipped (names that are not build variants).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kernel_deps.core.records import Record
 from kernel_deps.lock.diff import LockedPin
 
 if TYPE_CHECKING:
@@ -18,14 +18,17 @@ if TYPE_CHECKING:
     from kernel_deps.resolve.resolver import Resolution
 
 
-@dataclass(frozen=True, slots=True)
-class PassedOver:
+class PassedOver(Record):
     """A newer version in range that a kernel was held back from: it misses ``missing`` targets."""
 
+    __slots__ = ("version", "commit", "missing", "signature")
     version: str  # its tag or branch (or short commit)
     commit: str
     missing: tuple[str, ...]
-    signature: str | None = None  # held-back-unsigned: why its builds are refused
+    signature: str | None  # held-back-unsigned: why its builds are refused
+
+    def __init__(self, version: str, commit: str, missing: tuple[str, ...], signature: str | None = None) -> None:
+        self._init(version, commit, missing, signature)
 
     def to_json(self) -> dict:
         if self.signature is not None:
@@ -36,16 +39,22 @@ class PassedOver:
 NOTE_KINDS = ("redirect-followed", "held-back", "held-back-unsigned", "skipped-build-folders")
 
 
-@dataclass(frozen=True, slots=True)
-class LockNote:
+class LockNote(Record):
     """Something a lock run did that the user should know, as data (the CLI renders the ``note:`` line)."""
 
+    __slots__ = ("kind", "repo_id", "locked", "redirects", "passed_over", "folders")
     kind: str  # one of NOTE_KINDS
     repo_id: str  # redirect-followed: the repo asked for; else the locked kernel
-    locked: LockedPin | None = None  # held-back, held-back-unsigned, skipped-build-folders
-    redirects: tuple[str, ...] = ()  # redirect-followed: from the repo asked for to the one locked
-    passed_over: tuple[PassedOver, ...] = ()  # held-back: newest first, every one
-    folders: tuple[str, ...] = ()  # skipped-build-folders: the names under build/
+    locked: LockedPin | None  # held-back, held-back-unsigned, skipped-build-folders
+    redirects: tuple[str, ...]  # redirect-followed: from the repo asked for to the one locked
+    passed_over: tuple[PassedOver, ...]  # held-back: newest first, every one
+    folders: tuple[str, ...]  # skipped-build-folders: the names under build/
+
+    def __init__(
+        self, kind: str, repo_id: str, locked: LockedPin | None = None, redirects: tuple[str, ...] = (),
+        passed_over: tuple[PassedOver, ...] = (), folders: tuple[str, ...] = (),
+    ) -> None:  # fmt: skip
+        self._init(kind, repo_id, locked, redirects, passed_over, folders)
 
     def to_json(self) -> dict:
         data: dict = {"kind": self.kind, "repo_id": self.repo_id}

@@ -33,16 +33,13 @@ from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target, missing_targets
 from kernel_deps.core.versions import locked_ref
 from kernel_deps.lock.entries import LockedPin
-from kernel_deps.resolve.candidates import Candidate, candidates_for, is_commit, matches, version_name
+from kernel_deps.resolve.candidates import Candidate, candidates_for, is_commit, matches
 from kernel_deps.resolve.explain import PROJECT, Requester, explain_conflict, explain_unserved_targets, explain_unsigned
 
 if TYPE_CHECKING:  # the index imports the Hub client; reading a lock needs neither
     from kernel_deps.hub.index import KernelIndex
 
-__all__ = [
-    "PROJECT", "Candidate", "KernelProvider", "LockedPin", "Requester", "Resolution", "reject_unknown_upgrades",
-    "resolve", "version_name",
-]  # fmt: skip
+__all__ = ["KernelProvider", "Resolution", "reject_unknown_upgrades", "resolve"]
 
 T = TypeVar("T")
 

@@ -20,7 +20,9 @@ from kernel_deps.lock.entries import LockedPin
 from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock
 from kernel_deps.trust.signatures import candidate_refusal, sign_lock
 from kernel_deps.resolve.notes import LockNote, resolution_notes
-from kernel_deps.resolve.resolver import PROJECT, KernelProvider, Requester, Resolution, resolve, version_name
+from kernel_deps.resolve.candidates import version_name
+from kernel_deps.resolve.explain import PROJECT, Requester
+from kernel_deps.resolve.resolver import KernelProvider, Resolution, resolve
 
 if TYPE_CHECKING:  # imported when resolving: verify and outdated read locks without the Hub client
     from kernel_deps.hub.client import HubClient

@@ -40,6 +40,16 @@ def cached_variants(project: Path) -> set[str]:
     return {p.name for p in build.iterdir()} if build and build.is_dir() else set()
 
 
+@pytest.mark.parametrize("other", [["--variant", CPU_VARIANT], ["--target", CPU_VARIANT], ["--all-targets"]])
+def test_all_variants_with_another_choice_is_one_line_exit_2_and_nothing_fetched(project: Path, other) -> None:
+    result = run_kernels("download", str(project), "--all-variants", *other)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "error: --all-variants downloads every variant; drop --variant, --target and --all-targets\n"
+    )
+    assert cached_variants(project) == set()
+
+
 def test_a_variant_the_kernel_lacks_fetches_its_best_build_for_that_system(project) -> None:
     # No CUDA 12.9 build: the CUDA 12.8 one is what a CUDA 12.9 machine would load.
     result = run_kernels("download", str(project), "--variant", "torch213-cxx11-cu129-x86_64-linux")

@@ -24,7 +24,7 @@ from kernel_deps.fetch.tasks import Progress, VariantTask
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.core.errors import UnsafeRepoContentError
 from kernel_deps.core.variants import system_for_variant
-from kernel_deps.hub.client import TreeFile
+from kernel_deps.hub.listing import TreeFile
 from kernel_deps.lock.model import LockedKernel
 from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT, KernelRepo, Release

@@ -18,7 +18,7 @@ from kernel_deps.fetch.files import check_tree_paths
 from kernel_deps.fetch.tasks import VariantTask
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.core.errors import HubError, InvalidKernelMetadataError
-from kernel_deps.hub.client import TreeFile
+from kernel_deps.hub.listing import TreeFile
 from kernel_deps.lock.model import LockedKernel
 from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import CPU_VARIANT, BuiltRepo, KernelRepo, Release

@@ -94,7 +94,7 @@ def test_each_locked_dependency_is_judged_by_what_its_parent_requires(
     lock = Lockfile(kernels=(locked(ACTIVATION, version, requirement), parent))
     found = check_dependencies(lock)
     assert [p.kind for p in found] == kinds
-    assert all(p.repo_id == ACTIVATION and LAYER_NORM in p.message and p.expected in asked for p in found)
+    assert all(p.repo_id == ACTIVATION and p.facts["by"] == LAYER_NORM and p.expected in asked for p in found)
 
 
 def test_the_lock_records_what_each_kernel_requires_of_its_dependencies(hub_env, project: Path) -> None:

@@ -279,7 +279,8 @@ def test_a_kernel_from_a_publisher_nobody_trusts_is_refused_and_nothing_written(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--all-variants", "--target", "torch213-cxx11-cpu-x86_64-linux"], "--all-variants writes a wheel of"),
+        (["--all-variants", "--target", "torch213-cxx11-cpu-x86_64-linux"],
+         "--all-variants writes a wheel of every variant; drop --target and --all-targets"),
         (["--trust", "kernels-test"], "--trust is for ORG/NAME@REVISION"),
     ],
 )

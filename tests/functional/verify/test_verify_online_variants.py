@@ -22,16 +22,21 @@ def edit_lock(project: Path, edit) -> None:
     path.write_text(json.dumps(entries, indent=2) + "\n")
 
 
+def locked_commit(project: Path) -> str:
+    return json.loads((project / "kernels.lock").read_text())[0]["sha"]
+
+
 def test_a_locked_variant_the_hub_does_not_serve_is_reported(hub_env, tmp_path) -> None:
     project = write_project(tmp_path / "app", f'"{ROTARY}" = ">=1,<2"', locked=True)
     edit_lock(project, lambda variants: variants.update({UNKNOWN_VARIANT: variants[CPU_VARIANT]}))
     assert verify_project(project).ok  # consistent with itself and pyproject, nothing cached
+    locked = json.loads((project / "kernels.lock").read_text())[0]["variants"][UNKNOWN_VARIANT]["hash"]
 
     (problem,) = verify_project(project, online=True).problems
-    assert (problem.kind, problem.repo_id, problem.variant, problem.got) == (
-        "variant-not-on-hub", ROTARY, UNKNOWN_VARIANT, None
+    assert (problem.kind, problem.repo_id, problem.variant, problem.expected, problem.got) == (
+        "variant-not-on-hub", ROTARY, UNKNOWN_VARIANT, locked, None
     )
-    assert f"{ROTARY} {UNKNOWN_VARIANT}: not on the Hub at " in problem.message
+    assert dict(problem.facts) == {"commit": locked_commit(project)}  # the commit the Hub was asked about
 
 
 def test_a_hub_variant_missing_from_the_lock_is_reported(hub_env, tmp_path) -> None:
@@ -44,7 +49,7 @@ def test_a_hub_variant_missing_from_the_lock_is_reported(hub_env, tmp_path) -> N
     assert (problem.kind, problem.repo_id, problem.variant, problem.expected, problem.got) == (
         "variant-not-locked", ROTARY, CUDA_VARIANT, None, served
     )
-    assert f"{ROTARY} {CUDA_VARIANT}: on the Hub but not in kernels.lock at " in problem.message
+    assert dict(problem.facts) == {"commit": locked_commit(project)}
 
 
 def test_both_directions_are_reported_at_once(hub_env, tmp_path) -> None:

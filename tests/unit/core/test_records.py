@@ -59,7 +59,9 @@ def _former_dataclasses() -> list[tuple[object, str]]:
     from pathlib import Path
 
     from kernel_deps.cache.subset import SubsetReport, WantedVariant
-    from kernel_deps.hub.client import CommitListing, RepoRefs, TreeFile
+    from kernel_deps.hub.client import CommitListing
+    from kernel_deps.hub.listing import TreeFile
+    from kernel_deps.hub.refs import RepoRefs
     from kernel_deps.trust.publishers import PublisherTrust
     from kernel_deps.hub.index import VariantTree
     from kernel_deps.hub.redirects import Redirect

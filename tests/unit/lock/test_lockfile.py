@@ -28,13 +28,8 @@ from hypothesis import strategies as st
 from kernel_deps.lock.diff import diff_locks
 from kernel_deps.core.errors import FileWriteError, LockfileError, UsageError
 from kernel_deps.core.hashing import git_blob_id_of_file, is_hashed_path, sha256_of_file, variant_hash
-from kernel_deps.lock.model import (
-    LockedKernel,
-    Lockfile,
-    VariantLock,
-    requirement_from_text,
-    write_lockfile,
-)
+from kernel_deps.lock.entries import requirement_from_text
+from kernel_deps.lock.model import LockedKernel, Lockfile, VariantLock, write_lockfile
 from kernel_deps.lock.read import PURPOSES, parse_lock, read_lock
 from kernel_deps.cli.render_lock import change_line
 from tests.fixtures.builder import (

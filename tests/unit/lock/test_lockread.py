@@ -98,7 +98,7 @@ def test_a_kernels_016_lock_from_kernels_016_itself_is_named_alike_by_every_cons
     name = WRITTEN_BY["kernels-0.16"]
     assert lock_project(project, mode=LockMode.RESOLVE).converted_from == name
     verified = verify_project(project)
-    assert [n.message.startswith(f"{path} was written by {name}:") for n in verified.notices] == [True]
+    assert [(n.kind, dict(n.facts)) for n in verified.notices] == [("foreign-lock", {"lock": str(path), "written_by": name})]
     # It records no version, so it cannot show that its pin meets `= 1`: every consumer says so.
     assert [(p.kind, p.repo_id) for p in verified.problems] == [("version-not-recorded", repo_id)]
     with pytest.raises(StaleLockError, match=f"{repo_id}: kernels.lock \\(written by {re.escape(name)}\\) pins "

@@ -109,6 +109,9 @@ CASES = [
     (Problem("variant-not-on-hub", "org/k", "torch-cpu", None, "h1", None, commit=SHA),
      "org/k torch-cpu: not on the Hub at 0123456789ab; kernels.lock does not match the Hub (edited by hand?); "
      f"{RELOCK}"),
+    (Problem("variant-not-locked", "org/k", "torch-cuda", None, None, "h2", commit=SHA),
+     "org/k torch-cuda: on the Hub but not in kernels.lock at 0123456789ab; kernels.lock does not match the Hub "
+     f"(edited by hand?); {RELOCK}"),
     (Problem("hub-hash-mismatch", "org/k", "torch-cpu", None, "h1", "h2", commit=SHA),
      "org/k torch-cpu: the Hub's files hash differently at 0123456789ab; kernels.lock does not match the Hub "
      f"(edited by hand?); {RELOCK}"),

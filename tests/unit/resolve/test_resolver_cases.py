@@ -39,7 +39,8 @@ from kernel_deps.core.errors import KernelDepsError, ResolutionError
 from kernel_deps.core.spec import parse_requirement
 from kernel_deps.core.targets import parse_target
 from kernel_deps.lock.entries import LockedPin
-from kernel_deps.resolve.resolver import resolve, version_name
+from kernel_deps.resolve.candidates import version_name
+from kernel_deps.resolve.resolver import resolve
 from tests.fixtures.memory_index import CatalogueIndex, Release, commit_of
 
 CASES = sorted((Path(__file__).parent / "resolver_cases").glob("*.toml"))
