@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli.group import echo_json
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, into_option, is_quiet, target_options
+from kernel_deps.cli.group import counted, echo_json
+from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, into_option, is_quiet, project_argument, target_options
 
 
 @click.command()
-@click.argument("project_dir", default=".", type=PROJECT_DIR)
+@project_argument()
 @click.option("--all-variants", is_flag=True, help="Download every locked variant, not just this machine's.")
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
               help="Download this variant (repeatable), e.g. to build an image for another machine.")
@@ -52,8 +52,9 @@ def download(
         if not is_quiet():
             placed = f"; placed in {report.into.folder}, verified" if report.into is not None and report.into.ok else ""
             click.echo(
-                f"{len(report.fetched) + len(report.already_cached)} variants present and verified "
-                f"({len(report.fetched)} downloaded, {report.files_fetched} files, {report.bytes_fetched:,} bytes)"
+                f"{counted(len(report.fetched) + len(report.already_cached), 'variant')} present and verified "
+                f"({len(report.fetched)} downloaded, {counted(report.files_fetched, 'file')}, "
+                f"{counted(report.bytes_fetched, 'byte')})"
                 f"{placed}"
             )
     if report.into is not None and not report.into.ok:

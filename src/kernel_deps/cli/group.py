@@ -37,12 +37,14 @@ QUIET_META = "kernel_deps.quiet"
 
 
 def remember(key: str):
-    """An option's callback setting ``key`` in the context meta when the flag is given."""
+    """An option's callback setting ``key`` in the context meta when the flag is given; the
+    flag's value is True when it was given to the group or to the command (the group's
+    options are processed first, and the meta is shared)."""
 
     def callback(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
         if value:
             ctx.meta[key] = True
-        return value
+        return bool(ctx.meta.get(key))
 
     return callback
 
@@ -50,6 +52,11 @@ def remember(key: str):
 def colour(text: str, **style) -> str:
     """``text`` styled for a terminal, plain when NO_COLOR is set (click drops styles off a terminal)."""
     return text if os.environ.get("NO_COLOR") else click.style(text, **style)
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 kernel``, ``2 kernels``: a count and its noun, as every command's summary says it."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
 def echo_json(payload: dict) -> None:
@@ -132,13 +139,13 @@ def _delegates(ctx: click.Context) -> bool:
 # imports only its own module; tests/functional/cli/test_cli_table.py checks every entry against the
 # command objects, and that the listing is byte for byte click's own listing of them.
 COMMAND_TABLE: dict[str, tuple[str, str, bool]] = {
-    "add": ("edit", "Add a kernel to [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.", False),
+    "add": ("edit", "Add a kernel to [tool.kernels.dependencies] of PROJECT_DIR (default: the project around .) and relock.", False),
     "cache": ("prune", "Manage the kernel cache.", False),
     "download": ("download", "Fetch exactly what kernels.lock pins into the Hugging Face cache, verified.", False),
     "export": ("export", "Write kernels.lock in the format of another tool (commit pins, transitive kernels included).", False),
     "lock": ("lock", "Resolve [tool.kernels.dependencies] into kernels.lock (commits and variant hashes).", False),
     "outdated": ("outdated", "Show, per locked kernel, what --upgrade would take, newer releases and moved refs.", False),
-    "remove": ("edit", "Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default .) and relock.", False),
+    "remove": ("edit", "Remove a kernel from [tool.kernels.dependencies] of PROJECT_DIR (default: the project around .) and relock.", False),
     "sync": ("sync", "Lock if pyproject.toml changed, download the locked kernels, verify them (one step).", False),
     "to-wheel": ("to_wheel", "Write the locked kernels as wheels (verified bytes only), a hash-pinned requirements.txt and pylock.toml.", False),
     "tree": ("tree", "Show the locked kernels as a dependency tree, and the build serving each target and this machine.", False),
@@ -182,6 +189,14 @@ def _help_width(max_width: int | None) -> int | None:
             columns = 0
         columns = columns or 80
     return max(min(columns, 80 if max_width is None else max_width) - 2, 50)
+
+
+def _nearest_command(name: str) -> str | None:
+    """The command of :data:`COMMAND_TABLE` ``name`` is likely a typo of (``lok``: ``lock``), or None."""
+    import difflib
+
+    close = difflib.get_close_matches(name, COMMAND_TABLE, n=1, cutoff=0.7)
+    return close[0] if close else None
 
 
 class _Group(click.Group):
@@ -233,6 +248,9 @@ class _Group(click.Group):
             from kernel_deps.cli.hf import INSTALL_HINT, PeerCliBroken, find_peer_cli, run_peer_cli
 
             peer = find_peer_cli()
+            nearest = _nearest_command(name)
+            if nearest is not None and (peer is None or name not in peer.subcommand_names()):
+                raise UsageError(f"'kernels {name}' is not a command; did you mean '{nearest}'? (see 'kernels --help')")
             if peer is None:
                 raise UsageError(
                     f"'kernels {name}' is not a kernel-deps command, and the Hugging Face kernels library, "
@@ -298,10 +316,10 @@ class _Group(click.Group):
             ctx = super().make_context(info_name, args, *rest, **kwargs)
         except KeyboardInterrupt:
             interrupted()
-        except click.ClickException as exc:
-            if not as_json:
-                raise  # click shows its usage text
-            _exit_on_error(_usage_error(exc), as_json=True)
+        except click.exceptions.NoArgsIsHelpError:
+            raise  # `kernels` alone: click shows the help
+        except click.ClickException as exc:  # one line, as every error: `error: ...`, with or without --json
+            _exit_on_error(_usage_error(exc), as_json=as_json)
         if as_json:
             ctx.meta[JSON_META] = True
         return ctx
@@ -312,9 +330,9 @@ class _Group(click.Group):
         try:
             try:
                 return super().invoke(ctx)
-            except click.ClickException as exc:  # a subcommand's usage error
-                if not ctx.meta.get(JSON_META):
-                    raise  # click shows its usage text
+            except click.exceptions.NoArgsIsHelpError:
+                raise  # `kernels cache` alone: click shows its help
+            except click.ClickException as exc:  # a subcommand's usage error: one line, as every error
                 raise _usage_error(exc, ctx) from None
         except KernelDepsError as exc:
             _exit_on_error(exc, as_json=bool(ctx.meta.get(JSON_META)))
@@ -343,7 +361,9 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
               help="Show kernel-deps' version, and the Hugging Face kernels library's when installed.")
 @click.option("--quiet", "-q", is_flag=True, callback=remember(QUIET_META),
               help="Every command prints nothing but errors and problems found.")
-def main(quiet: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, callback=remember(JSON_META),
+              help="Every command prints its report as JSON (schemas: docs/schemas/).")
+def main(quiet: bool, as_json: bool) -> None:
     """Lock, download, verify and load compute kernels from the Hugging Face Hub."""
 
 

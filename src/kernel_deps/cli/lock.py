@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, is_quiet, notice
+from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, is_quiet, notice, project_argument, require_lock
 from kernel_deps.core.errors import UsageError
 
 
 @click.command()
-@click.argument("project_dir", default=".", type=PROJECT_DIR)
-@click.option("--check", is_flag=True, help="Exit 1 if kernels.lock is missing or would change; write nothing.")
+@project_argument()
+@click.option("--check", is_flag=True, help="Exit 1 if kernels.lock would change (2 if there is none); write nothing.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--upgrade", "-U", is_flag=True, help="Ignore locked pins: take the newest allowed versions.")
 @click.option("--upgrade-package", "-P", "upgrade_packages", multiple=True, metavar="ORG/NAME",
@@ -29,6 +29,8 @@ def lock(
 
     if check and dry_run:
         raise UsageError("--check and --dry-run exclude each other; pass one of them")
+    if check:
+        require_lock(project_dir)
     write = not (check or dry_run)
     report = lock_project(
         project_dir,

@@ -2,9 +2,11 @@
 
 ``--json`` and ``-q`` (remembered in the context under :mod:`kernel_deps.cli.group`'s
 keys, so that ``kernels -q COMMAND`` is ``kernels COMMAND -q``), the project folder
-argument, ``--into`` and ``--target`` / ``--all-targets``; whether ``-q`` is in force
-(:func:`is_quiet`), where a library function's notices go (:func:`notice`) and columns of text
-(:func:`echo_table`). Imported by each verb's module, never by the group, so ``kernels
+argument (:func:`project_argument`: the folder given, or the project found around the
+working directory, :func:`discover_project`), ``--into`` and ``--target`` /
+``--all-targets``; whether ``-q`` is in force (:func:`is_quiet`), the one missing-lock
+error of a check (:func:`require_lock`), where a library function's notices go
+(:func:`notice`) and columns of text (:func:`echo_table`). Imported by each verb's module, never by the group, so ``kernels
 --help`` does not import it.
 """
 
@@ -17,6 +19,38 @@ import click
 from kernel_deps.cli.group import JSON_META, QUIET_META, remember
 
 PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
+
+
+def discover_project(ctx: click.Context, param: click.Parameter, value):
+    """The project folder argument's callback: the folder given, as given; without one, the
+    project around the working directory (:func:`kernel_deps.project.discovery.find_project`),
+    ``using FOLDER`` said once on stderr when that is not ``.`` (not with -q); ``.`` when
+    there is none (the command then says what is missing there).
+
+    click processes the options given on the command line before an argument left out, so
+    ``-q`` is known here, wherever it was given. ``add`` and ``remove`` given the older
+    ``--project`` take their folder from it."""
+    if value not in (None, ()):
+        return value
+    if ctx.params.get("legacy_project") is not None:
+        return None
+    from kernel_deps.project.discovery import find_project
+
+    found = find_project()
+    if found is None or found == Path.cwd():  # found: the working directory exists
+        folder = Path(".")
+    else:
+        folder = found
+        if not ctx.meta.get(QUIET_META):
+            click.echo(f"using {found}", err=True)
+    return (folder,) if param.multiple or param.nargs == -1 else folder
+
+
+def project_argument(name: str = "project_dir", *, nargs: int = 1, metavar: str | None = None):
+    """The project folder argument of every project command: optional; without it, the
+    project is found around the working directory (:func:`discover_project`)."""
+    return click.argument(name, nargs=nargs, required=False, default=None, type=None if metavar else PROJECT_DIR,
+                          metavar=metavar, callback=discover_project)  # fmt: skip
 
 
 # Every command that reports takes --json (its schema: docs/schemas/<command>.schema.json)
@@ -45,6 +79,24 @@ def target_options(target_help: str, all_help: str):
         return click.option("--target", "targets", multiple=True, metavar="NAME", help=target_help)(command)
 
     return decorate
+
+
+def require_lock(project_dir: Path) -> None:
+    """The one missing-lock error (LockfileError, exit 2, as every command that reads a lock
+    gives it) when ``<project_dir>/kernels.lock`` does not exist, before any network: for
+    the checks of a lock (``lock --check``, ``sync --locked``), which would otherwise resolve first.
+    pyproject.toml is judged first, as those checks judge it: its bad input is told before."""
+    from kernel_deps.lock.model import lock_path
+
+    path = lock_path(project_dir)
+    if not (path.exists() or path.is_symlink()):
+        from kernel_deps.lock.read import read_lock
+        from kernel_deps.project.record import read_project_record
+
+        project = read_project_record(project_dir)
+        assert project is not None
+        project.requirements, project.targets, project.publishers, project.policy  # noqa: B018 - each judged
+        read_lock(path, purpose="use")  # raises the error every reader of a lock raises
 
 
 def is_quiet() -> bool:

@@ -8,12 +8,12 @@ from pathlib import Path
 import click
 
 from kernel_deps.cli.group import colour, echo_json
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, echo_table, is_quiet
+from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, echo_table, is_quiet, project_argument
 from kernel_deps.cli.render_lock import short
 
 
 @click.command()
-@click.argument("project_dir", default=".", type=PROJECT_DIR)
+@project_argument()
 @JSON_OPTION
 @QUIET_OPTION
 @click.option("--exit-code", is_flag=True, help="Exit 1 when any pin has drifted (for CI).")
@@ -49,7 +49,8 @@ def outdated(project_dir: Path, as_json: bool, quiet: bool, exit_code: bool) -> 
                     f"{k.locked_commit[:12]}); variants that would change: {changed}"
                 )
         if not report.drifted:
-            click.echo(f"all {len(report.kernels)} locked kernels are current")
+            click.echo("the locked kernel is current" if len(report.kernels) == 1
+                       else f"all {counted(len(report.kernels), 'locked kernel')} are current")
     if exit_code and report.drifted:
         sys.exit(1)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli.group import echo_json
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, is_quiet
+from kernel_deps.cli.group import counted, echo_json
+from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, is_quiet, project_argument
 
 
 @click.group()
@@ -16,12 +16,12 @@ def cache() -> None:
 
 
 @cache.command()
-@click.argument("project_dirs", nargs=-1, type=PROJECT_DIR)
+@project_argument("project_dirs", nargs=-1)
 @click.option("--dry-run", is_flag=True, help="List what would be removed, with sizes; remove nothing.")
 @JSON_OPTION
 @QUIET_OPTION
 def prune(project_dirs: tuple[Path, ...], dry_run: bool, as_json: bool, quiet: bool) -> None:
-    """Remove every kernel commit no PROJECT_DIR's kernels.lock pins (default: .), and stale downloads."""
+    """Remove every kernel commit no PROJECT_DIR's kernels.lock pins (default: the project around .), and stale downloads."""
     from kernel_deps.commands.prune import prune_cache
 
     report = prune_cache(project_dirs or (Path("."),), dry_run=dry_run)
@@ -35,4 +35,5 @@ def prune(project_dirs: tuple[Path, ...], dry_run: bool, as_json: bool, quiet: b
     for skipped in report.skipped:
         click.echo(f"skipped {skipped.path}: {skipped.reason}")
     verb = "Would free" if dry_run else "Freed"
-    click.echo(f"{verb} {report.bytes:,} bytes ({len(report.removed)} entries); kept {len(report.kept)} locked commits")
+    click.echo(f"{verb} {counted(report.bytes, 'byte')} ({counted(len(report.removed), 'entry', 'entries')}); "
+               f"kept {counted(len(report.kept), 'locked commit')}")

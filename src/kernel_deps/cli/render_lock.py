@@ -112,7 +112,7 @@ def echo_lock_report(report: LockReport, *, as_json: bool, check: bool, quiet: b
     elif check:
         if report.up_to_date:
             if not quiet:
-                click.echo(f"{name} is up to date ({len(report.lock.kernels)} kernels)")
+                click.echo(f"{name} is up to date ({_kernels(len(report.lock.kernels))})")
         else:
             why = "is out of date" if report.existed else "is missing"
             # What the prior lock breaks: a requirement, a dependency's pin, a target added since.
@@ -143,6 +143,11 @@ def echo_lock_report(report: LockReport, *, as_json: bool, check: bool, quiet: b
             state = f"{name} is up to date"
         else:
             state = f"would update {name} (dry run: nothing written)"
-        click.echo(f"Locked {len(report.lock.kernels)} kernels; {state}")
+        click.echo(f"Locked {_kernels(len(report.lock.kernels))}; {state}")
     if check and not report.up_to_date:
         sys.exit(1)
+
+
+def _kernels(count: int) -> str:
+    """``1 kernel``, ``2 kernels`` (:func:`kernel_deps.cli.group.counted`, without importing the group)."""
+    return f"{count:,} kernel{'' if count == 1 else 's'}"

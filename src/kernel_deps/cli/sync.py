@@ -8,8 +8,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kernel_deps.cli.group import echo_json
-from kernel_deps.cli.options import JSON_OPTION, PROJECT_DIR, QUIET_OPTION, into_option, is_quiet, notice, target_options
+from kernel_deps.cli.group import counted, echo_json
+from kernel_deps.cli.options import (
+    JSON_OPTION,
+    QUIET_OPTION,
+    into_option,
+    is_quiet,
+    notice,
+    project_argument,
+    require_lock,
+    target_options,
+)
 from kernel_deps.cli.render_lock import change_line, echo_lock_report
 
 if TYPE_CHECKING:
@@ -18,9 +27,9 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("project_dir", default=".", type=PROJECT_DIR)
+@project_argument()
 @click.option("--locked", is_flag=True,
-              help="Exit 1 if kernels.lock is missing or out of date; write and fetch nothing.")
+              help="Exit 1 if kernels.lock is out of date (2 if there is none); write and fetch nothing.")
 @click.option("--frozen", is_flag=True, help="Use kernels.lock as it is; never check pyproject.toml for changes.")
 @target_options(
     "Download and verify the build serving this deployment target (repeatable), instead of this machine's.",
@@ -43,9 +52,12 @@ def sync(
     from kernel_deps.cli.progress import download_progress
     from kernel_deps.commands.sync import sync_project
 
+    if locked and not frozen:  # both: the usage error, from sync_project
+        require_lock(project_dir)
     report = sync_project(
         project_dir, locked=locked, frozen=frozen, targets=targets, all_targets=all_targets, into=into,
         progress=download_progress(is_quiet(), lines=not as_json), notice=notice(),
+        on_locked=None if as_json or is_quiet() else _echo_changes,  # before the downloads they cause
     )  # fmt: skip
     for line in report.download.warnings if report.download is not None else ():  # --frozen: said, not refused
         click.echo(f"warning: {line}", err=True)
@@ -54,9 +66,6 @@ def sync(
     elif report.lock_state == "out-of-date":
         echo_lock_report(report.lock, as_json=False, check=True, quiet=is_quiet())
     else:
-        if report.lock_state in ("updated", "created") and not is_quiet():
-            for line in (change_line(change) for change in report.lock.changes):
-                click.echo(line)
         for problem in report.problems:
             click.echo(problem_line(problem))
         if not is_quiet():
@@ -66,14 +75,21 @@ def sync(
             download = report.download
             present = len(download.fetched) + len(download.already_cached)
             where = f"; placed in {report.into.folder}, verified" if report.into is not None and report.ok else ""
-            verdict = "verified" if report.ok else f"{len(report.problems)} problems found"
+            verdict = "verified" if report.ok else f"{counted(len(report.problems), 'problem')} found"
             click.echo(
-                f"Synced {report.verify.kernels} kernels: {lock_text}; {present} variants present, {verdict} "
-                f"({len(download.fetched)} downloaded, {download.files_fetched} files, {download.bytes_fetched:,} bytes)"
+                f"Synced {counted(report.verify.kernels, 'kernel')}: {lock_text}; {counted(present, 'variant')} present, "
+                f"{verdict} ({len(download.fetched)} downloaded, {counted(download.files_fetched, 'file')}, "
+                f"{counted(download.bytes_fetched, 'byte')})"
                 f"{where}"
             )
     if not report.ok:
         sys.exit(1)
+
+
+def _echo_changes(lock_report) -> None:
+    """What the relock changed, one line each, printed as soon as it is written."""
+    for change in lock_report.changes:
+        click.echo(change_line(change))
 
 
 def problem_line(problem: Problem | PlacedMismatch) -> str:

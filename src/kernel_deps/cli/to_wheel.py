@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli.group import echo_json
-from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, is_quiet, target_options
+from kernel_deps.cli.group import counted, echo_json
+from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, is_quiet, project_argument, target_options
 from kernel_deps.core.errors import UsageError
 
 
 @click.command("to-wheel")
-@click.argument("source", default=".", metavar="[PROJECT_DIR | ORG/NAME@REVISION]")
+@project_argument("source", metavar="[PROJECT_DIR | ORG/NAME@REVISION]")
 @click.option("--output", "-o", required=True, type=click.Path(path_type=Path), metavar="DIR",
               help="The folder the wheels and requirements.txt go into (created).")
 @click.option("--all-variants", is_flag=True, help="A wheel of every locked variant, not just this machine's.")
@@ -42,6 +42,10 @@ def to_wheel(
     from kernel_deps.commands.to_wheel import wheels_from_kernel, wheels_from_project
 
     progress = download_progress(is_quiet(), lines=False)
+    source = str(source)
+    if "@" not in source and source.count("/") == 1 and not Path(source).exists():
+        raise UsageError(f"{source} is no project folder; to package a kernel from the Hub, give its revision: "
+                         f"kernels to-wheel {source}@REVISION (a tag such as v1.0.0, a branch or a full commit)")  # fmt: skip
     if "@" in source and not Path(source).is_dir():
         if all_targets:
             raise UsageError("--all-targets reads a project's targets; with ORG/NAME@REVISION pass --target NAME")
@@ -61,4 +65,4 @@ def to_wheel(
             click.echo(f"{wheel.spec.repo_id} {wheel.spec.variant}: {wheel.path.name}")
         pinned = ", ".join(str(r.path) for r in (*report.requirements, *report.pylocks))
         pinned_in = f"; pinned in {pinned}" if pinned else ""
-        click.echo(f"Wrote {len(report.wheels)} wheels to {report.output}{pinned_in}")
+        click.echo(f"Wrote {counted(len(report.wheels), 'wheel')} to {report.output}{pinned_in}")

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli.group import colour, echo_json
+from kernel_deps.cli.group import colour, counted, echo_json
 from kernel_deps.cli.options import (
-    EXPORTS_HELP, JSON_OPTION, PROJECT_DIR, QUIET_OPTION, echo_exports, is_quiet, target_options,
+    EXPORTS_HELP, JSON_OPTION, QUIET_OPTION, echo_exports, is_quiet, project_argument, target_options,
 )
 
 
 @click.command()
-@click.argument("project_dir", default=".", type=PROJECT_DIR)
+@project_argument()
 @click.option("--online", is_flag=True,
               help="Also ask the Hub: do the locked commits still exist, do the locked tags and branches still point at them?")
 @click.option("--require-cached", is_flag=True, help="Also fail when this machine's variant of a kernel is not in the cache.")
@@ -66,12 +66,18 @@ def verify(
                 hint = colour("hint:", fg="cyan")
                 click.echo(f"{hint} an installed kernel wheel differs from kernels.lock; reinstall "
                            "the wheels 'kernels to-wheel' writes from this lock")  # fmt: skip
+        elif not report.verified and not report.wheels:  # nothing to check the lock's hashes against
+            hub = "; every locked commit, tag and branch checked on the Hub" if report.online else ""
+            click.echo(f"kernels.lock and pyproject.toml agree ({counted(report.kernels, 'kernel')}){hub}; "
+                       "nothing locked is in the cache yet, so no file was checked: 'kernels download' fetches "
+                       "this machine's builds")  # fmt: skip
         else:
             hub = "; every locked commit, tag and branch checked on the Hub" if report.online else ""
-            wheels = f", {len(report.wheels)} installed kernel wheels verified" if report.wheels else ""
+            wheels = f", {counted(len(report.wheels), 'installed kernel wheel')} verified" if report.wheels else ""
             click.echo(
                 f"kernels.lock, pyproject.toml and the cache agree "
-                f"({report.kernels} kernels, {len(report.verified)} cached variants verified{wheels}){hub}"
+                f"({counted(report.kernels, 'kernel')}, {counted(len(report.verified), 'cached variant')} verified"
+                f"{wheels}){hub}"
             )
         if exports:
             echo_exports(project_dir)

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from kernel_deps.core import atomicfile
+from kernel_deps.core.errors import PyprojectError
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
 from kernel_deps.core.spec import parse_add_argument
 from kernel_deps.project.edit import editing
 from kernel_deps.project.pyproject import read_pyproject_text
-from kernel_deps.project.toml_edit import add_requirement, remove_requirement
+from kernel_deps.project.toml_edit import add_requirement, has_requirement, remove_requirement
 from kernel_deps.project.record import project_from_source
 from kernel_deps.resolve.locking import LockMode, LockReport, lock_while_editing
 
@@ -31,16 +32,18 @@ if TYPE_CHECKING:
 class EditReport(Record):
     """What `kernels add` or `kernels remove` did: the entry changed, and the relock."""
 
-    __slots__ = ("action", "repo_id", "requirement", "lock")
+    __slots__ = ("action", "repo_id", "requirement", "lock", "status")
     action: str  # "add" or "remove"
     repo_id: str
     # add: the value written to [tool.kernels.dependencies] (a range, a major, or a table
     # such as {revision = ...}); remove: None.
     requirement: str | int | dict | None
     lock: LockReport
+    status: str | None  # add: "added", "updated" (the entry was there, another value) or "unchanged"; remove: None
 
-    def __init__(self, action: str, repo_id: str, requirement: str | int | dict | None, lock: LockReport) -> None:
-        self._init(action, repo_id, requirement, lock)
+    def __init__(self, action: str, repo_id: str, requirement: str | int | dict | None, lock: LockReport,
+                 status: str | None = None) -> None:  # fmt: skip
+        self._init(action, repo_id, requirement, lock, status)
 
     def to_json(self) -> dict:
         """The relock's report, as docs/schemas/lock.schema.json describes it."""
@@ -72,12 +75,15 @@ def add_kernel(
         if value is None:
             targets = project_from_source(text, project_dir).targets
             value = requirement_for_newest(repo_id, hub=hub, targets=targets)
-        chosen.append(value)
-        return add_requirement(text, repo_id, value, source=source)
+        edited = add_requirement(text, repo_id, value, source=source)
+        existed = edited == text or has_requirement(text, repo_id, source=source)
+        chosen.append((value, "unchanged" if edited == text else "updated" if existed else "added"))
+        return edited
 
     with hub.operation():  # one time budget for the look-up and the relock
         outcome = edit_and_relock(project_dir, edit, hub=hub, notice=notice)
-    return EditReport("add", repo_id, chosen[-1], outcome)
+    value, status = chosen[-1]
+    return EditReport("add", repo_id, value, outcome, status)
 
 
 def remove_kernel(
@@ -90,10 +96,32 @@ def remove_kernel(
     """Remove ``repo_id`` from [tool.kernels.dependencies] of ``project_dir`` and relock."""
     project_dir = Path(project_dir)
     source = str(project_dir / PYPROJECT_NAME)
-    outcome = edit_and_relock(
-        project_dir, lambda text: remove_requirement(text, repo_id, source=source), hub=hub, notice=notice
-    )
+
+    def edit(text: str) -> str:
+        try:
+            return remove_requirement(text, repo_id, source=source)
+        except PyprojectError:
+            parents = _pulled_in_by(project_dir, repo_id)
+            if not parents:
+                raise
+            raise PyprojectError(
+                f"{source}: {repo_id} is not in [tool.kernels.dependencies]: kernels.lock has it because "
+                f"{', '.join(parents)} {'depends' if len(parents) == 1 else 'depend'} on it; remove "
+                f"{'that kernel' if len(parents) == 1 else 'those kernels'} and it goes too"
+            ) from None
+
+    outcome = edit_and_relock(project_dir, edit, hub=hub, notice=notice)
     return EditReport("remove", repo_id, None, outcome)
+
+
+def _pulled_in_by(project_dir: Path, repo_id: str) -> list[str]:
+    """The locked kernels that depend on ``repo_id``, as the project's lock records them (none: [])."""
+    from kernel_deps.lock.model import lock_path
+    from kernel_deps.lock.read import read_lock
+
+    found = read_lock(lock_path(project_dir), purpose="lock")
+    lock = found.lock if found is not None else None
+    return sorted(k.repo_id for k in lock.kernels if repo_id in k.dependencies) if lock is not None else []
 
 
 def edit_and_relock(

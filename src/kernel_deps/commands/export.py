@@ -24,20 +24,29 @@ from kernel_deps.lock.read import read_lock
 # Formats ``kernels export`` writes: name -> writer; and the kernel wheels into a pylock.toml.
 EXPORT_FORMATS = {"kernels-0.17": to_kernels017, "kernels-0.16": to_kernels016}
 PYLOCK_FORMAT = "pylock"
+SCHEMA_VERSION = 1  # of docs/schemas/export.schema.json; see docs/ci.md
 
 
 class ExportReport(Record):
     """What `kernels export` made: the text in the asked format, and where it went."""
 
-    __slots__ = ("lockfile", "format", "text", "kernels", "output")
+    __slots__ = ("lockfile", "format", "text", "kernels", "output", "warnings")
     lockfile: Path
     format: str
     text: str
     kernels: int  # kernels in the lock exported
     output: Path | None  # the file written; None: the caller shows ``text`` (stdout)
+    warnings: tuple[str, ...]  # the lock exported as it is though it no longer agrees with pyproject.toml
 
-    def __init__(self, lockfile: Path, format: str, text: str, kernels: int, output: Path | None) -> None:
-        self._init(lockfile, format, text, kernels, output)
+    def to_json(self) -> dict:
+        """The report as docs/schemas/export.schema.json describes it."""
+        return {"schema_version": SCHEMA_VERSION, "ok": True, "lockfile": str(self.lockfile), "format": self.format,
+                "kernels": self.kernels, "output": str(self.output) if self.output is not None else None,
+                "text": self.text if self.output is None else None, "warnings": list(self.warnings)}  # fmt: skip
+
+    def __init__(self, lockfile: Path, format: str, text: str, kernels: int, output: Path | None,
+                 warnings: tuple[str, ...] = ()) -> None:  # fmt: skip
+        self._init(lockfile, format, text, kernels, output, tuple(warnings))
 
 
 def export_project(project_dir: Path, format_name: str, *, output: Path | None = None,
@@ -53,12 +62,21 @@ def export_project(project_dir: Path, format_name: str, *, output: Path | None =
     if output is not None:
         _refuse_a_project_file(Path(output), project_dir)
     path = lock_path(project_dir)
+    if format_name not in (*EXPORT_FORMATS, PYLOCK_FORMAT):
+        export_lock(path, format_name)  # the error naming the formats
+    from kernel_deps.lock.freshness import judge_project_lock
+
+    warning = judge_project_lock(project_dir, path, "refusing to export")  # a stale lock: said, not refused
     if format_name == PYLOCK_FORMAT or wheels is not None:
-        return _export_pylock(path, format_name, wheels, output)
-    text, lock = export_lock(path, format_name)
-    if output is not None:
-        _write_output(Path(output), text)
-    return ExportReport(path, format_name, text, len(lock.kernels), output)
+        report = _export_pylock(path, format_name, wheels, output)
+    else:
+        text, lock = export_lock(path, format_name)
+        if output is not None:
+            _write_output(Path(output), text)
+        report = ExportReport(path, format_name, text, len(lock.kernels), output)
+    if warning:
+        report = ExportReport(report.lockfile, report.format, report.text, report.kernels, report.output, (warning,))
+    return report
 
 
 def export_lock(path: Path, format_name: str) -> tuple[str, Lockfile]:

@@ -97,9 +97,11 @@ def sync_project(
     hub: HubClient | None = None,
     progress: Progress | None = None,
     notice: Callable[[str], None] | None = None,
+    on_locked: Callable[[LockReport], None] | None = None,
 ) -> SyncReport:
     """Lock (when out of date), download this machine's variants (or those serving ``targets``),
-    verify; with ``into``, place exactly the locked variants there and verify that folder too."""
+    verify; with ``into``, place exactly the locked variants there and verify that folder too.
+    ``on_locked`` is given the relock's report as soon as it is written, before the download."""
     if locked and frozen:
         raise UsageError("--locked and --frozen exclude each other: --locked checks the lock, --frozen trusts it")
     if into is not None:
@@ -128,6 +130,8 @@ def sync_project(
                 hub = HubClient()
             # Read again under the project's edit lock: what the relock resolved is what follows.
             lock_report, project = relock(project_dir, hub=hub, notice=notice)
+            if on_locked is not None:
+                on_locked(lock_report)
     download = download_for_project(project_dir if project is None else project,
                                     VariantChoice(targets=targets, all_targets=all_targets), hub=hub,
                                     progress=progress)  # fmt: skip

@@ -4,10 +4,12 @@ build that serves each declared deployment target and this machine. No network.
 The tree starts at the project's requirements; each kernel's children are the kernels it
 depends on, as the lock records them. A kernel met again further down is marked
 ``repeated`` and not expanded twice (``uv tree`` and ``cargo tree`` print ``(*)``).
-The requirement of a direct kernel is the one pyproject.toml declares; the lock records
-only which kernels a kernel depends on, so the requirement a kernel states for its
-dependency is read from its ``metadata.json`` when one of its variants is in the cache
-(None otherwise).
+The requirement of a direct kernel is the one pyproject.toml declares; the requirement a
+kernel states for its dependency is the one the lock records (its ``kernel_depends``;
+None for a lock written before they were recorded). The lock is judged against the
+project as every command judges it (:func:`kernel_deps.lock.freshness.judge_lock`): a pin
+that does not meet the requirement shown is marked ``unmet``, a requirement the lock lacks
+is listed in ``missing``, and ``warning`` says the lock no longer agrees with pyproject.toml.
 """
 
 from __future__ import annotations
@@ -15,26 +17,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from kernel_deps.cache import store as cache
-from kernel_deps.core import jsondoc
-from kernel_deps.core.errors import InvalidKernelMetadataError, PyprojectError
 from kernel_deps.core.records import FrozenMap, Record
-from kernel_deps.core.settings import BUILD_DIR
-from kernel_deps.core.spec import parse_kernel_depends
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, serving_variant
+from kernel_deps.lock.freshness import agreement_warning, judge_lock, rules_of
 from kernel_deps.lock.model import LockedKernel, Lockfile, VariantSigner, lock_path
 from kernel_deps.lock.read import read_lock
-from kernel_deps.project.pyproject import read_project
+from kernel_deps.project.record import read_project_record
 
-SCHEMA_VERSION = 2  # of docs/schemas/tree.schema.json; see docs/ci.md
-_CHECK_CACHE = "run 'kernels verify' to check the cached files against the lock"
+SCHEMA_VERSION = 3  # of docs/schemas/tree.schema.json; see docs/ci.md
+# The kinds of judge_lock that say a pin does not meet the requirement shown beside it.
+_UNMET_KINDS = frozenset({"unsatisfied", "version-not-recorded", "dependency-unsatisfied"})
 
 
 class TreeNode(Record):
     """One locked kernel where it sits in the tree."""
 
-    __slots__ = ("repo_id", "version", "commit", "requirement", "required_by", "dependencies", "repeated")
+    __slots__ = ("repo_id", "version", "commit", "requirement", "required_by", "dependencies", "repeated", "unmet")
     repo_id: str
     version: str | None
     commit: str
@@ -42,12 +41,13 @@ class TreeNode(Record):
     required_by: str | None  # the parent kernel; None for the project
     dependencies: tuple[TreeNode, ...]
     repeated: bool  # shown in full higher up
+    unmet: bool  # the locked pin does not meet ``requirement``
 
     def __init__(
         self, repo_id: str, version: str | None, commit: str, requirement: str | None, required_by: str | None,
-        dependencies: tuple[TreeNode, ...] = (), repeated: bool = False,
+        dependencies: tuple[TreeNode, ...] = (), repeated: bool = False, unmet: bool = False,
     ) -> None:  # fmt: skip
-        self._init(repo_id, version, commit, requirement, required_by, dependencies, repeated)
+        self._init(repo_id, version, commit, requirement, required_by, dependencies, repeated, unmet)
 
     def to_json(self) -> dict:
         return {
@@ -57,6 +57,7 @@ class TreeNode(Record):
             "version": self.version,
             "commit": self.commit,
             "repeated": self.repeated,
+            "unmet": self.unmet,
             "dependencies": [child.to_json() for child in self.dependencies],
         }
 
@@ -91,22 +92,28 @@ class Serving(Record):
 class TreeReport(Record):
     """What `kernels tree` shows."""
 
-    __slots__ = ("lockfile", "roots", "targets", "this_machine")
+    __slots__ = ("lockfile", "roots", "targets", "this_machine", "missing", "warning")
     lockfile: Path
     roots: tuple[TreeNode, ...]
     targets: tuple[Serving, ...]
     this_machine: Serving
+    missing: tuple[tuple[str, str], ...]  # (repo id, requirement) pyproject.toml declares and the lock lacks
+    warning: str | None  # the lock no longer agrees with pyproject.toml: what to run
 
     def __init__(
         self, lockfile: Path, roots: tuple[TreeNode, ...], targets: tuple[Serving, ...], this_machine: Serving,
+        missing: tuple[tuple[str, str], ...] = (), warning: str | None = None,
     ) -> None:  # fmt: skip
-        self._init(lockfile, roots, targets, this_machine)
+        self._init(lockfile, roots, targets, this_machine, tuple(missing), warning)
 
     def to_json(self) -> dict:
         """The report as docs/schemas/tree.schema.json describes it."""
         return {
             "schema_version": SCHEMA_VERSION,
+            "ok": self.warning is None,
             "lockfile": str(self.lockfile),
+            "warning": self.warning,
+            "missing": [{"repo_id": repo_id, "requirement": text} for repo_id, text in self.missing],
             "kernels": [node.to_json() for node in self.roots],
             "targets": [serving.to_json() for serving in self.targets],
             "this_machine": self.this_machine.to_json(),
@@ -114,21 +121,27 @@ class TreeReport(Record):
 
 
 def tree_project(project_dir: Path, *, system: SystemInfo | None = None, cache_root: Path | None = None) -> TreeReport:
-    """The lock of ``project_dir`` as a tree, with the build serving each target and this machine."""
+    """The lock of ``project_dir`` as a tree, with the build serving each target and this
+    machine, judged against the project (``cache_root`` is not read: the lock holds the tree)."""
     project_dir = Path(project_dir)
-    requirements, targets = read_project(project_dir)
+    project = read_project_record(project_dir)
+    requirements = project.requirements
     path = lock_path(project_dir)
-    lock = read_lock(path, purpose="use").lock
+    found = read_lock(path, purpose="use")
+    lock = found.lock
+    problems = judge_lock(found, rules_of(project))
+    unmet = {(p.repo_id, p.facts.get("by")) for p in problems if p.kind in _UNMET_KINDS}
     direct = {req.repo_id: req.text for req in requirements}
     roots = [k for k in lock.kernels if k.repo_id in direct]
     reachable = _reachable(lock, [k.repo_id for k in roots])
     roots += [k for k in lock.kernels if k.repo_id not in reachable]  # left over: still shown
     shown: set[str] = set()
-    nodes = tuple(
-        _node(lock, kernel, direct.get(kernel.repo_id), None, shown, (), cache_root) for kernel in roots
-    )
-    served = tuple(_serving(lock, t.name, t.system) for t in targets)
-    return TreeReport(path, nodes, served, _serving(lock, None, system or detect_system()))
+    nodes = tuple(_node(lock, kernel, direct.get(kernel.repo_id), None, shown, (), unmet) for kernel in roots)
+    missing = tuple((p.repo_id, p.facts.get("asked") or direct.get(p.repo_id, "")) for p in problems
+                    if p.kind == "not-locked")  # fmt: skip
+    served = tuple(_serving(lock, t.name, t.system) for t in project.targets)
+    return TreeReport(path, nodes, served, _serving(lock, None, system or detect_system()), missing,
+                      agreement_warning(problems, str(path)))  # fmt: skip
 
 
 def _node(
@@ -138,44 +151,20 @@ def _node(
     parent: str | None,
     shown: set[str],
     path: tuple[str, ...],
-    cache_root: Path | None,
+    unmet: set[tuple[str | None, str | None]],
 ) -> TreeNode:
+    breaks = (kernel.repo_id, parent) in unmet
     if kernel.repo_id in shown or kernel.repo_id in path:
-        return TreeNode(kernel.repo_id, kernel.version, kernel.sha, requirement, parent, (), repeated=True)
+        return TreeNode(kernel.repo_id, kernel.version, kernel.sha, requirement, parent, (), True, breaks)
     shown.add(kernel.repo_id)
-    stated = _stated_requirements(kernel, cache_root) if kernel.dependencies else {}
+    stated = kernel.kernel_depends or {}
     children = tuple(
-        _node(lock, child, stated.get(child.repo_id), kernel.repo_id, shown, (*path, kernel.repo_id), cache_root)
-        for child in (lock.get(d) for d in kernel.dependencies)
+        _node(lock, child, " and ".join(stated[name]) if name in stated else None, kernel.repo_id, shown,
+              (*path, kernel.repo_id), unmet)  # fmt: skip
+        for name, child in ((d, lock.get(d)) for d in kernel.dependencies)
         if child is not None
     )
-    return TreeNode(kernel.repo_id, kernel.version, kernel.sha, requirement, parent, children)
-
-
-def _stated_requirements(kernel: LockedKernel, cache_root: Path | None) -> dict[str, str]:
-    """What ``kernel`` requires of each dependency, from a cached variant's metadata.json;
-    InvalidKernelMetadataError naming the file when one is there but cannot be read as one."""
-    repo = cache.find_repo_dir(kernel.repo_id, cache_root)
-    if repo is None:
-        return {}
-    for variant in sorted(kernel.variants):
-        metadata = cache.variant_dir(repo, kernel.sha, variant) / "metadata.json"
-        source = f"{kernel.repo_id}@{kernel.sha[:12]}: {BUILD_DIR}/{variant}/metadata.json in the cache"
-        try:
-            data = metadata.read_bytes()
-        except OSError:
-            continue  # not cached, or not readable: the requirement is shown as unknown
-        try:
-            parsed = jsondoc.loads(data)
-            if not isinstance(parsed, dict):
-                raise jsondoc.JSONDocumentError("not a JSON object")
-            requirements = parse_kernel_depends(parsed.get("kernel-depends", []), source=source)
-        except jsondoc.JSONDocumentError as exc:
-            raise InvalidKernelMetadataError(f"{source} cannot be read: {exc}; {_CHECK_CACHE}") from None
-        except PyprojectError as exc:
-            raise InvalidKernelMetadataError(exc.reason, subject=exc.subject, hint=_CHECK_CACHE) from exc
-        return {req.repo_id: req.text for req in requirements}
-    return {}
+    return TreeNode(kernel.repo_id, kernel.version, kernel.sha, requirement, parent, children, False, breaks)
 
 
 def _reachable(lock: Lockfile, start: Sequence[str]) -> set[str]:

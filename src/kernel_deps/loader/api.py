@@ -120,6 +120,9 @@ def load_from_lock(repo_id: str, source: LockSource, *, backend: str | None = No
 
 def not_locked(repo_id: str, source: LockSource) -> KernelNotLockedError:
     """The error for a repo ``source``'s lock does not list."""
+    if repo_id in source.declared:  # declared since the lock was made
+        return KernelNotLockedError(f"{repo_id} is in [tool.kernels.dependencies] but not locked in {source.path}; "
+                                    "run 'kernels lock' (or 'kernels sync')")  # fmt: skip
     return KernelNotLockedError(
         f"{repo_id} is not locked in {source.path}; add it to [tool.kernels.dependencies] and run kernels lock"
     )

@@ -2,8 +2,8 @@
 
 In order: the ``lockfile=`` argument; ``KERNELS_LOCKFILE``; the ``kernels.lock`` embedded in
 the installed distribution of the package that called the loader; the ``kernels.lock``
-beside the nearest ``pyproject.toml``, walking up from the working directory (that
-project's, or none: the walk stops at the first project). A lock with a project beside it
+of the project around the working directory, found as every command finds its project
+(:func:`kernel_deps.project.discovery.find_project`: the walk stops at the first project). A lock with a project beside it
 is judged as every command judges one (:func:`kernel_deps.lock.freshness.judge_for_use`).
 """
 
@@ -28,16 +28,20 @@ _OWN_PACKAGE = __name__.split(".")[0]
 class LockSource(Record):
     """The lock a load used and where it came from (for logs)."""
 
-    __slots__ = ("lock", "origin", "path", "policy")
+    __slots__ = ("lock", "origin", "path", "policy", "declared")
     lock: Lockfile
     origin: str  # "argument", "KERNELS_LOCKFILE", "distribution <name>", "project"
     path: str
     # The signature policy of the project the lock belongs to (its pyproject.toml beside it);
     # None for a lock without one there (embedded in a wheel: judged when the wheel was built).
     policy: SignaturePolicy | None
+    # The repo ids that project's [tool.kernels.dependencies] declares (a kernel declared and
+    # not locked is told to run kernels lock, not to add it).
+    declared: frozenset[str]
 
-    def __init__(self, lock: Lockfile, origin: str, path: str, policy: SignaturePolicy | None = None) -> None:
-        self._init(lock, origin, path, policy)
+    def __init__(self, lock: Lockfile, origin: str, path: str, policy: SignaturePolicy | None = None,
+                 declared: frozenset[str] = frozenset()) -> None:  # fmt: skip
+        self._init(lock, origin, path, policy, declared)
 
 
 class StaleLockWarning(UserWarning):
@@ -59,28 +63,30 @@ def find_lock(lockfile: str | os.PathLike[str] | None = None, *, caller: str | N
 
 
 def _project_lock(start: Path, caller: str | None) -> LockSource:
-    """The lock of the project around ``start``: the nearest folder with a ``pyproject.toml``,
-    walking up. That folder is the project, so the walk stops there, lock or none."""
+    """The lock of the project around ``start``, found as every project command finds its
+    project (:func:`kernel_deps.project.discovery.find_project`): that folder is the project,
+    so the walk stops there, lock or none."""
+    from kernel_deps.project.discovery import find_project
+
     where = f" (called from {caller})" if caller else ""
-    for folder in [start, *start.parents]:
-        if not (folder / PYPROJECT_NAME).is_file():
-            continue
-        candidate = folder / LOCK_NAME
-        if not (candidate.exists() or candidate.is_symlink()):
-            raise LockNotFoundError(
-                f"the project {folder} has no kernels.lock beside its pyproject.toml{where}: "
-                f"run 'kernels lock' in {folder}, or pass lockfile= or set KERNELS_LOCKFILE"
-            )
-        # One that is no file is named in the error.
-        return _judged(candidate, "project", str(candidate))
-    raise LockNotFoundError(
-        f"no kernels.lock found{where}: pass lockfile=, set KERNELS_LOCKFILE, or run 'kernels lock' in the project"
-    )
+    folder = find_project(start)
+    if folder is None:
+        raise LockNotFoundError(
+            f"no kernels.lock found{where}: pass lockfile=, set KERNELS_LOCKFILE, or run 'kernels lock' in the project"
+        )
+    candidate = folder / LOCK_NAME
+    if not (candidate.exists() or candidate.is_symlink()):
+        raise LockNotFoundError(
+            f"the project {folder} has no kernels.lock beside its pyproject.toml{where}: "
+            f"run 'kernels lock' in {folder}, or pass lockfile= or set KERNELS_LOCKFILE"
+        )
+    # One that is no file is named in the error.
+    return _judged(candidate, "project", str(candidate))
 
 
 # Lock path -> ((its text, pyproject.toml's stat), the policy judged with it): judged again only
 # when either changes.
-_judgements: dict[Path, tuple[tuple, SignaturePolicy | None]] = {}
+_judgements: dict[Path, tuple[tuple, SignaturePolicy | None, frozenset[str]]] = {}
 
 
 def _judged(path: Path, origin: str, shown: str) -> LockSource:
@@ -101,8 +107,9 @@ def _judged(path: Path, origin: str, shown: str) -> LockSource:
             import warnings
 
             warnings.warn(warning, StaleLockWarning, stacklevel=5)  # once per change of either file
-        known = _judgements[path] = (key, rules.policy if rules is not None else None)
-    return LockSource(found.lock, origin, shown, known[1])
+        declared = frozenset(r.repo_id for r in rules.requirements) if rules is not None else frozenset()
+        known = _judgements[path] = (key, rules.policy if rules is not None else None, declared)
+    return LockSource(found.lock, origin, shown, known[1], known[2])
 
 
 def _stat_key(path: Path) -> tuple[int, int] | None:

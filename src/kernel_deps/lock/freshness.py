@@ -141,6 +141,14 @@ def judge_for_use(found: LockRead, rules: ProjectRules | None, lock_path: str, d
     return agreement_warning(judged, lock_path)
 
 
+def judge_project_lock(project_dir: Path, lock_file: Path, doing: str) -> str | None:
+    """:func:`judge_for_use` of the lock at ``lock_file`` against ``<project_dir>/pyproject.toml``
+    (read here), for a consumer that holds no project record of its own (``export``)."""
+    from kernel_deps.lock.read import read_lock
+
+    return judge_for_use(read_lock(lock_file, purpose="use"), read_rules(project_dir), str(lock_file), doing)
+
+
 def refuse_policy(problems: Sequence[Problem], lock_path: str, doing: str) -> None:
     """LockPolicyError listing every policy finding of :func:`judge_lock` (none: returns).
 

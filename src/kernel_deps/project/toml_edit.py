@@ -22,6 +22,12 @@ def add_requirement(text: str, repo_id: str, value: str | int | dict[str, Any], 
     return _keep_newlines(text, doc.as_string())
 
 
+def has_requirement(text: str, repo_id: str, *, source: str) -> bool:
+    """Whether ``[tool.kernels.dependencies]`` of ``text`` has an entry for ``repo_id``."""
+    table = find_table(parse_toml(text, source), text, source, create=False, path=DEPENDENCIES_PATH)
+    return table is not None and repo_id in table
+
+
 def remove_requirement(text: str, repo_id: str, *, source: str) -> str:
     """``text`` without ``repo_id``'s entry in ``[tool.kernels.dependencies]``; the rest unchanged."""
     doc = parse_toml(text, source)

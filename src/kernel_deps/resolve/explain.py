@@ -107,7 +107,11 @@ def conflict_cause(info: RequirementInformation) -> ConflictCause:
 def explain_conflict(
     causes: Sequence[RequirementInformation], index: KernelIndex, requester: Requester = PROJECT
 ) -> ResolutionError:
-    """The conflict as records: each requirement with who asked for it, and what exists."""
+    """The conflict as records: each requirement with who asked for it, and what exists; or,
+    when a revision asked for names nothing in its repo, that alone (:func:`_missing_revision`)."""
+    missing = _missing_revision(causes, index)
+    if missing is not None:
+        return missing
     offered = []
     for repo_id in sorted({info.requirement.repo_id for info in causes}):
         try:
@@ -121,3 +125,32 @@ def explain_conflict(
     return ResolutionError.conflict(
         [conflict_cause(info) for info in causes], offered, requester=requester.name, hint=requester.relax
     )
+
+
+def _missing_revision(causes: Sequence[RequirementInformation], index: KernelIndex) -> ResolutionError | None:
+    """The error for a ``revision`` no branch or tag of its repo is named and that is no full
+    commit (``@v9.9.9``, a short commit): that is why nothing satisfies it, whatever else is
+    asked; None when every revision asked names something."""
+    import re
+
+    for info in causes:
+        requirement = info.requirement
+        revision = requirement.revision
+        if revision is None or re.fullmatch(r"[0-9a-f]{40}", revision):
+            continue
+        try:
+            refs = index.refs(requirement.repo_id).refs
+        except Exception:  # noqa: BLE001 - the refs unread, the conflict is told as it is
+            continue
+        if revision in {ref.name for ref in refs}:
+            continue
+        asker = "" if info.parent is None else f" (asked by {info.parent.repo_id} {info.parent.label})"
+        short = " (a commit is given in full, 40 hex digits)" if re.fullmatch(r"[0-9a-f]{4,39}", revision) else ""
+        versions = versions_from_refs(refs)
+        tags = ", ".join(v.ref.name for v in versions if not v.is_branch) or "none"
+        branches = ", ".join(v.ref.name for v in versions if v.is_branch)
+        return ResolutionError(
+            f"no branch, tag or full commit '{revision}' in {requirement.repo_id}{asker}{short}; "
+            f"its versions: {tags}{f' (branches {branches})' if branches else ''}"
+        )
+    return None

@@ -77,7 +77,7 @@ def test_export_to_dash_is_stdout_and_to_another_file_is_that_file(cached, tmp_p
     beside = run_kernels("export", "--format", "kernels-0.17", "-o", "hf.lock", ".", cwd=project)
     assert beside.returncode == 0, beside.stderr
     assert (project / "hf.lock").read_text() + "\n" == plain.stdout
-    assert beside.stderr == "Wrote hf.lock (kernels-0.17 format, 1 kernels)\n"
+    assert beside.stderr == "Wrote hf.lock (kernels-0.17 format, 1 kernel)\n"
     assert {k: v for k, v in project_files(project).items() if k != "hf.lock"} == before
 
 

@@ -84,7 +84,7 @@ def test_offline_verify_imports_neither_huggingface_hub_nor_torch(tmp_path: Path
     project = write_cached_project(tmp_path / "app", root)
     result, modules = imported_modules("verify", "--require-cached", str(project), env_extra=env)
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
-    assert "1 cached variants verified" in result.stdout
+    assert "1 cached variant verified" in result.stdout
     assert "kernel_deps.core.system" in modules
     assert not top_level(modules) & set(HEAVY)
     # A command run defines itself alone, not the other commands' options.
@@ -113,7 +113,7 @@ def test_a_warm_download_defines_only_download(tmp_path: Path) -> None:
     project = write_cached_project(tmp_path / "app", tmp_path / "cache")
     result, modules = imported_modules("download", str(project), env_extra=env)
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
-    assert "1 variants present and verified (0 downloaded" in result.stdout
+    assert "1 variant present and verified (0 downloaded" in result.stdout
     assert definitions(modules) == {"download"}
     assert not top_level(modules) & set(HEAVY)
     # pyproject.toml is parsed (what it asks of the lock is judged by every download, whatever
@@ -137,7 +137,7 @@ def test_a_lock_of_major_branches_is_verified_without_packaging(tmp_path: Path) 
     project = write_cached_project(tmp_path / "app", tmp_path / "cache", requirement=1, version="v1")
     result, modules = imported_modules("verify", str(project), env_extra=env)
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
-    assert "1 cached variants verified" in result.stdout
+    assert "1 cached variant verified" in result.stdout
     assert not top_level(modules) & {"packaging", "concurrent"}
     assert not modules & set(VERIFY_DOES_NOT_USE)
 

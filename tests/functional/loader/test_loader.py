@@ -115,6 +115,18 @@ def test_unlocked_repo_is_refused(hub_env, tmp_path) -> None:
     )
 
 
+def test_a_kernel_declared_but_not_locked_is_told_to_run_lock_not_to_add_it(hub_env, tmp_path) -> None:
+    project = write_project(tmp_path / "app", '"kernels-test/flash" = 1', locked=True)
+    write_project(project, '"kernels-test/flash" = 1\n"kernels-test/rotary" = ">=1"')  # added by hand, not locked
+    with pytest.warns(UserWarning, match="does not agree with pyproject.toml"):  # the lock is stale
+        with pytest.raises(KernelNotLockedError) as info:
+            load_kernel("kernels-test/rotary", lockfile=project / "kernels.lock")
+    assert str(info.value) == (
+        f"kernels-test/rotary is in [tool.kernels.dependencies] but not locked in {project / 'kernels.lock'}; "
+        "run 'kernels lock' (or 'kernels sync')"
+    )
+
+
 def test_tampered_byte_is_refused_and_named(hub_env, tmp_path) -> None:
     repo_id = unique_repo(hub_env, "tampered")
     project = write_project(tmp_path / "app", f'"{repo_id}" = ">=1"', locked=True)

@@ -143,8 +143,8 @@ def test_nothing_matches_lists_what_exists(hub_env, tmp_path) -> None:
 def test_check_passes_fresh_fails_stale_and_writes_nothing(hub_env, tmp_path) -> None:
     env = {"HF_ENDPOINT": hub_env.url}
     project = write_project(tmp_path / "app", '"kernels-test/rotary" = ">=1,<2"')
-    missing = run_cli("lock", "--check", str(project), env_extra=env)
-    assert missing.returncode == 1 and "kernels.lock is missing" in missing.stderr
+    missing = run_cli("lock", "--check", str(project), env_extra=env)  # as from every command: exit 2
+    assert missing.returncode == 2 and "kernels.lock: not found; run 'kernels lock' to create it" in missing.stderr
     assert not (project / "kernels.lock").exists()
 
     assert run_cli("lock", str(project), env_extra=env).returncode == 0

@@ -199,7 +199,7 @@ def test_action_steps_with_another_machines_variant(hub_env, tmp_path) -> None:
     runner.mkdir()
     results = run_action_steps(project, runner, {"variants": METAL_VARIANT, "cache-dir": str(tmp_path / "kc")})
     assert f"kernels-test/flash {METAL_VARIANT}: downloaded" in results[1].stdout
-    assert "1 cached variants verified" in results[2].stdout
+    assert "1 cached variant verified" in results[2].stdout
 
 
 # -- GitLab CI ---------------------------------------------------------------------------

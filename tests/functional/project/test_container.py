@@ -116,7 +116,7 @@ def test_dockerfile_downloads_at_build_time_and_runs_offline(podman_images, img2
     build = podman_build(context, "--no-cache", *build_args)
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
     lock = read_lock(context / "kernels.lock", purpose="use").lock.get("kernels-test/img2gray")
-    synced = r"^Synced 1 kernels: kernels.lock used as it is; 1 variants present, verified \([01] downloaded"
+    synced = r"^Synced 1 kernel: kernels.lock used as it is; 1 variant present, verified \([01] downloaded"
     assert re.search(synced, build.stdout, re.M), build.stdout[-4000:]
     assert "; placed in /opt/kernels-cache, verified" in build.stdout
 
@@ -127,7 +127,7 @@ def test_dockerfile_downloads_at_build_time_and_runs_offline(podman_images, img2
     rebuild = podman_build(context, *build_args)
     assert rebuild.returncode == 0, rebuild.stdout[-4000:] + rebuild.stderr[-4000:]
     assert re.search(r"^kernels-test/img2gray \S+: already in the cache, verified$", rebuild.stdout, re.M), rebuild.stdout
-    assert "1 variants present, verified (0 downloaded, 0 files, 0 bytes); placed in /opt/kernels-cache" in rebuild.stdout
+    assert "1 variant present, verified (0 downloaded, 0 files, 0 bytes); placed in /opt/kernels-cache" in rebuild.stdout
 
     # The last stage: the app as the image runs it (HF_HUB_OFFLINE=1 from the image, and
     # a Hub address that answers nothing), then verify against the image's cache.

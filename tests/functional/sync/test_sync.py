@@ -51,7 +51,7 @@ def test_sync_locks_a_project_without_a_lock_downloads_this_machines_variant_and
     assert result.returncode == 0, result.stderr
     commit = hub_env.repos[repo_id].commits["1.1.0"]
     assert f"+ {repo_id} v1.1.0" in result.stdout
-    assert "Synced 1 kernels: wrote kernels.lock; 1 variants present, verified (1 downloaded" in result.stdout
+    assert "Synced 1 kernel: wrote kernels.lock; 1 variant present, verified (1 downloaded" in result.stdout
     assert (project / "kernels.lock").is_file()
     assert cached_variants(cache.cache_root(), repo_id) == {(commit, CPU_VARIANT)}  # this machine's only
     assert kernels("verify", str(project), "--require-cached").returncode == 0
@@ -67,7 +67,7 @@ def test_a_second_sync_asks_the_hub_nothing_like_lock_check_and_offline_works(hu
     proxy.reset_counts()
     again = kernels("sync", str(project), HF_ENDPOINT=proxy.url)
     assert again.returncode == 0, again.stderr
-    assert "kernels.lock up to date; 1 variants present, verified (0 downloaded, 0 files, 0 bytes)" in again.stdout
+    assert "kernels.lock up to date; 1 variant present, verified (0 downloaded, 0 files, 0 bytes)" in again.stdout
     assert proxy.total_requests() <= check_requests == 0
     offline = kernels("sync", str(project), **OFFLINE)
     assert offline.returncode == 0, offline.stderr

@@ -149,7 +149,7 @@ def test_verify_reports_the_installed_wheel_it_verified(site, monkeypatch) -> No
         (REPO_ID, COMMIT, VARIANT, str(target / PACKAGE))
     ]
     text = run_kernels("verify", str(project))
-    assert "0 cached variants verified, 1 installed kernel wheels verified" in text.stdout
+    assert "0 cached variants verified, 1 installed kernel wheel verified" in text.stdout
 
 
 def test_verify_names_each_installed_file_that_differs(site, monkeypatch) -> None:

@@ -407,7 +407,7 @@ def test_online_everything_fine(hub_env, tmp_path) -> None:
     project, _ = locked_project(hub_env, tmp_path, deps, cached=("kernels-test/flash",))
     result = run_cli("verify", "--online", str(project))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "(4 kernels, 1 cached variants verified); every locked commit, tag and branch checked on the Hub" in result.stdout
+    assert "(4 kernels, 1 cached variant verified); every locked commit, tag and branch checked on the Hub" in result.stdout
     assert json.loads(run_cli("verify", "--online", "--json", str(project)).stdout)["online"] is True
 
 

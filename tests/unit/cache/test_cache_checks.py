@@ -152,4 +152,4 @@ def test_the_legacy_huggingface_hub_cache_variable_still_names_the_cache(cached,
     monkeypatch.setenv("HUGGINGFACE_HUB_CACHE", str(tmp_path / "cache"))
     result = run_kernels("verify", str(project), "--require-cached")
     assert result.returncode == 0, result.stdout
-    assert "1 cached variants verified" in result.stdout
+    assert "1 cached variant verified" in result.stdout

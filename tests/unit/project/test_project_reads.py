@@ -62,11 +62,11 @@ def app(hub_env, tmp_path) -> tuple[Path, str]:
     return write_project(tmp_path / "app", f'"{repo_id}" = ">=1,<2"'), repo_id
 
 
-# (command, the opens and parses it takes): `export` reads the lock alone.
+# (command, the opens and parses it takes): `export` reads it to judge the lock against it.
 COMMANDS = [
     (("lock",), 1), (("lock", "--check"), 1), (("lock", "--dry-run"), 1), (("sync",), 1), (("sync", "--locked"), 1),
     (("download",), 1), (("verify",), 1), (("tree",), 1), (("outdated",), 1), (("to-wheel", "-o", "{tmp}/wheels"), 1),
-    (("export", "--format", "kernels-0.16", "-o", "{tmp}/out.lock"), 0),
+    (("export", "--format", "kernels-0.16", "-o", "{tmp}/out.lock"), 1),
 ]
 
 
