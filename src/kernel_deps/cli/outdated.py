@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kernel_deps.cli.group import colour, echo_json
+from kernel_deps.cli.group import colour, counted, echo_json
 from kernel_deps.cli.options import JSON_OPTION, QUIET_OPTION, echo_table, is_quiet, project_argument
 from kernel_deps.cli.render_lock import short
 
