@@ -67,3 +67,15 @@ def test_a_rank_waiting_past_the_budget_names_the_holder_and_asks_the_hub_nothin
         f"another kernels download (pid {holder.pid} on host {host}) held {lock_file} until the 3 s budget was spent"
     ) in rank.stderr
     assert proxy.total_requests() == 0
+
+
+def test_ranks_loading_a_legacy_model_repo_share_its_download_too(hub_env, proxy, tmp_path) -> None:
+    project = write_project(tmp_path / "app", {"kernels-test/legacy-gelu": ">=0.1"}, locked=True)
+    proxy.latency = 0.05
+    env = {**os.environ, "HF_ENDPOINT": proxy.url, "HF_HUB_CACHE": str(tmp_path / "shared")}
+    _, results = run_ranks(4, "kernels-test/legacy-gelu", project / "kernels.lock", env)
+    assert [r.returncode for r in results] == [0] * 4, [r.stderr for r in results if r.returncode]
+    assert by_kind(proxy)["refs"] == 2  # the kernel repo asked once, then the model repo, by the first rank only
+    assert all(n == 1 for (_, path), n in proxy.counts.items() if "/resolve/" in path), proxy.counts
+    placed = list((tmp_path / "shared").glob("models--kernels-test--legacy-gelu/snapshots/*/build/*"))
+    assert len(placed) == 1
