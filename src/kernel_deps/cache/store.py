@@ -57,7 +57,7 @@ from kernel_deps.cache.layout import (
     variant_lock_path,
 )
 from kernel_deps.cache.placing import StagedVariant, place_variant, remove_placed_variant, staged_variant
-from kernel_deps.cache.tiers import check_in_tiers, check_variant_in_tiers, tier_of
+from kernel_deps.cache.tiers import check_in_tiers, check_variant_in_tiers
 
 __all__ = [
     "SMALL_VARIANT_BYTES", "STALE_PARTIAL_SECONDS", "FileProblem", "ProblemKind", "StagedVariant", "VariantCheck",
@@ -65,6 +65,6 @@ __all__ = [
     "check_variants", "content_hash_of",
     "content_hash_of_bytes", "find_repo_dir", "hash_kind", "keep_blob", "lock_dir", "manifest_path",
     "partial_lock_path", "partial_path", "place_blob", "place_variant", "read_blob", "remove_placed_variant",
-    "remove_stale_partials", "repo_dir", "staged_variant", "tier_of", "variant_dir", "variant_lock_path",
+    "remove_stale_partials", "repo_dir", "staged_variant", "variant_dir", "variant_lock_path",
     "walk_variant",
 ]  # fmt: skip

@@ -53,11 +53,3 @@ def check_variant_in_tiers(repo_id: str, commit: str, variant: str, expected_has
         raise check
     return check
 
-
-def tier_of(path: Path, root: Path | None = None) -> str:
-    """``"shared"`` when ``path`` lies in one of the shared caches, else ``"local"``."""
-    writable = root or cache_root()
-    for shared in shared_cache_roots():
-        if shared != writable and path.is_relative_to(shared):
-            return "shared"
-    return "local"

@@ -323,6 +323,8 @@ class Transport:
                 rate_limited = status_of(exc) == RATE_LIMITED
                 asked = retry_after_seconds(retry_after_of(exc)) if rate_limited else None
                 delay = next_delay(tries, self.backoff, rate_limited=rate_limited, asked=asked)
+                if asked is not None and asked < self.time_left():  # its spread never costs the wait asked
+                    delay = min(delay, max(asked, self.time_left() - MIN_ATTEMPT_TIMEOUT))
                 out_of_time = delay >= self.time_left()
                 if rate_limited:  # a rate limit is waited out for as long as the budget lasts
                     if out_of_time:
