@@ -28,17 +28,18 @@ def test_retry_after_in_seconds_is_waited_before_the_next_request(hub_env, proxy
     assert proxy.counts[("GET", "/api/kernels/kernels-test/rotary/refs")] == 2
     first, second = proxy.timeline[:2]
     assert second[0] - first[1] >= 2.0  # the retry came no sooner than the Hub asked
-    assert elapsed < 5
+    assert elapsed < 15  # generous: a loaded machine
 
 
 def test_retry_after_as_an_http_date_is_waited_until_that_time(hub_env, proxy) -> None:
+    until = float(int(time.time()) + 4)  # HTTP dates have whole seconds
     proxy.error_schedule = [429]
-    proxy.retry_after = formatdate(time.time() + 3, usegmt=True)  # whole seconds: 2 to 3 s from now
+    proxy.retry_after = formatdate(until, usegmt=True)
     client = HubClient(endpoint=proxy.url, backoff=0.01, budget=30)
     assert client.list_refs("kernels-test/rotary").repo_type == "kernel"
+    assert time.time() >= until  # the retry, and so the answer, came after that time
     first, second = proxy.timeline[:2]
-    assert second[0] - first[1] >= 1.5
-    assert second[0] - first[1] < 5
+    assert second[0] - first[1] < 10
 
 
 def test_a_rate_limit_is_waited_out_past_the_retry_count_while_the_budget_lasts(hub_env, proxy) -> None:
@@ -80,7 +81,7 @@ def test_a_retry_after_longer_than_the_budget_fails_at_once_naming_the_rate_limi
     assert "is rate-limiting requests (HTTP 429 after 1 attempts; it asked to wait 120 s more" in message
     assert "the 20 s budget of KERNELS_HUB_BUDGET" in message and "raise KERNELS_HUB_BUDGET" in message
     assert "\n" not in message
-    assert elapsed < 10  # no point waiting for a wait the budget cannot cover
+    assert elapsed < 15  # no point waiting for a wait the budget cannot cover (120 s)
     assert snapshot_entries(cache.cache_root()) == []
 
 
@@ -98,7 +99,7 @@ def test_a_hub_that_keeps_rate_limiting_is_given_up_when_the_budget_is_spent(hub
     assert "is rate-limiting requests (HTTP 429 after" in message and "the 3 s budget of KERNELS_HUB_BUDGET" in message
     assert "asked to wait" not in message
     assert proxy.total_requests() > 2  # retried past retries=1
-    assert elapsed < 6
+    assert elapsed < 12
 
 
 @pytest.mark.parametrize(
