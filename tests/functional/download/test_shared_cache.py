@@ -144,3 +144,15 @@ def test_a_shared_cache_that_is_not_an_absolute_path_is_one_line_naming_the_vari
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "KERNELS_CACHE_SHARED: " in lines[0] and "is not an absolute path" in lines[0], lines
+
+
+def test_verify_and_sync_count_a_shared_variant_as_cached(shared, proxy, monkeypatch) -> None:
+    project, folder = shared
+    monkeypatch.setenv("HF_ENDPOINT", proxy.url)
+    before = _tree(folder)
+    verified = where_modes_apply(run_kernels, "verify", str(project))
+    assert verified.returncode == 0, verified.stderr + verified.stdout
+    synced = where_modes_apply(run_kernels, "sync", str(project))
+    assert synced.returncode == 0, synced.stderr + synced.stdout
+    assert proxy.requests_matching("/resolve/") == 0
+    assert _tree(folder) == before
