@@ -34,7 +34,8 @@ from kernel_deps.fetch.tasks import Progress, VariantTask
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-    from kernel_deps.hub.client import HubClient, TreeFile
+    from kernel_deps.hub.client import HubClient
+    from kernel_deps.hub.listing import TreeFile
     from kernel_deps.trust.signatures import VariantRefusal
 
 
