@@ -5,7 +5,8 @@ on purpose, whose re-exports (``__all__``) are the cache's public surface
 (docs/architecture.md); its names are defined by the modules each concern has, :mod:`~kernel_deps.cache.layout`
 (where things live), :mod:`~kernel_deps.cache.checks` (a variant checked file by file),
 :mod:`~kernel_deps.cache.blobs` (blobs and partial downloads) and
-:mod:`~kernel_deps.cache.placing` (a variant staged and placed).
+:mod:`~kernel_deps.cache.placing` (a variant staged and placed) and
+:mod:`~kernel_deps.cache.tiers` (the read-only shared caches searched first).
 
 The layout is huggingface_hub's, so every HF tool shares what kernel-deps downloads::
 
@@ -57,11 +58,14 @@ from kernel_deps.cache.layout import (
     variant_lock_path,
 )
 from kernel_deps.cache.placing import StagedVariant, place_variant, remove_placed_variant, staged_variant
+from kernel_deps.cache.tiers import check_in_tiers, check_variant_in_tiers
 
 __all__ = [
     "SMALL_VARIANT_BYTES", "STALE_PARTIAL_SECONDS", "FileProblem", "ProblemKind", "StagedVariant", "VariantCheck",
-    "blob_is_valid", "blob_path", "cache_root", "check_variant", "check_variants", "content_hash_of",
+    "blob_is_valid", "blob_path", "cache_root", "check_in_tiers", "check_variant", "check_variant_in_tiers",
+    "check_variants", "content_hash_of",
     "content_hash_of_bytes", "find_repo_dir", "hash_kind", "keep_blob", "lock_dir", "manifest_path",
     "partial_lock_path", "partial_path", "place_blob", "place_variant", "read_blob", "remove_placed_variant",
-    "remove_stale_partials", "repo_dir", "staged_variant", "variant_dir", "variant_lock_path", "walk_variant",
+    "remove_stale_partials", "repo_dir", "staged_variant", "variant_dir", "variant_lock_path",
+    "walk_variant",
 ]  # fmt: skip

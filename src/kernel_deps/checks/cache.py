@@ -59,8 +59,9 @@ def check_cache(lock: Lockfile, *, cache_root: Path | None = None) -> tuple[list
     """
     hash_threads()  # a malformed KERNELS_HASH_THREADS is bad input, whatever is cached
     tasks = [(kernel, name, locked.hash) for kernel in lock.kernels for name, locked in kernel.variants.items()]
-    outcomes = cache.check_variants([(kernel.repo_id, kernel.sha, name, expected) for kernel, name, expected in tasks],
-                                    root=cache_root)  # fmt: skip
+    # A variant a shared cache (KERNELS_CACHE_SHARED) holds intact counts as cached, as the loader uses it.
+    outcomes = [check for check, _ in cache.check_in_tiers(
+        [(kernel.repo_id, kernel.sha, name, expected) for kernel, name, expected in tasks], root=cache_root)]  # fmt: skip
     by_variant = {(id(kernel), name): outcome for (kernel, name, _), outcome in zip(tasks, outcomes)}
 
     problems: list[Problem] = []

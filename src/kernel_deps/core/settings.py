@@ -68,6 +68,30 @@ def hash_threads() -> int:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cores, MAX_HASH_THREADS))
 
+# Caches kernel-deps reads before the writable one and never writes to (a folder shared by
+# the nodes of a cluster, an image layer): absolute paths joined by os.pathsep.
+CACHE_SHARED_ENV = "KERNELS_CACHE_SHARED"
+
+
+def shared_cache_roots() -> list[Path]:
+    """The folders of ``KERNELS_CACHE_SHARED``, in order (unset or empty: none); an entry that
+    is not an absolute path is bad input naming the variable and the entry."""
+    raw = os.environ.get(CACHE_SHARED_ENV, "")
+    roots: list[Path] = []
+    for entry in raw.split(os.pathsep):
+        if not entry.strip():
+            continue
+        path = Path(os.path.expanduser(entry))
+        if not path.is_absolute():
+            raise UsageError(
+                f"{CACHE_SHARED_ENV}: {entry!r} is not an absolute path; set it to folders such as /mnt/kernels, "
+                f"several joined by {os.pathsep!r} (or unset it)"
+            )
+        if path not in roots:
+            roots.append(path)
+    return roots
+
+
 OFFLINE_ENV = "HF_HUB_OFFLINE"
 # huggingface_hub reads it when HF_HUB_OFFLINE is unset or empty.
 TRANSFORMERS_OFFLINE_ENV = "TRANSFORMERS_OFFLINE"

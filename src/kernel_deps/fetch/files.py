@@ -5,7 +5,7 @@ value before a byte is fetched; every file is streamed to a partial path (resume
 interrupted run left it), hashed and checked against the listing before it becomes a blob;
 then the variant goes through the gate (:func:`kernel_deps.fetch.gate.admit_variant`) and is
 checked again, complete, in place. Imported only once a variant is missing, so a warm
-download imports neither the Hub client nor filelock.
+download imports neither the Hub client nor a lock.
 """
 
 from __future__ import annotations
@@ -24,17 +24,15 @@ from kernel_deps.core.errors import (
     PathNotFoundError,
     UnsafeRepoContentError,
 )
-from kernel_deps.core.filelocks import acquire_within
+from kernel_deps.core.filelocks import HostLock, acquire_within
 from kernel_deps.core.hashing import is_hashed_path, variant_hash
-from kernel_deps.core.settings import BUDGET_ENV, BUILD_DIR
+from kernel_deps.core.settings import BUDGET_ENV, BUILD_DIR, KERNEL
 from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.fetch.gate import admit_variant, cache_error, judge_present
 from kernel_deps.fetch.tasks import Progress, VariantTask
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
-
-    from filelock import FileLock
 
     from kernel_deps.hub.client import HubClient
     from kernel_deps.hub.listing import TreeFile
@@ -86,64 +84,83 @@ def _fetch_variant_into_cache(
     task: VariantTask, hub: HubClient, root: Path, pool: ThreadPoolExecutor, progress: Progress,
     policy: SignaturePolicy,
 ) -> Fetched:  # fmt: skip
-    from filelock import FileLock
-
     kernel = task.kernel
-    repo = cache.repo_dir(kernel.repo_id, hub.repo_type(kernel.repo_id), root)
-    lock_file = cache.variant_lock_path(repo, kernel.sha, task.variant)
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with _acquire(FileLock(str(lock_file)), task.label, hub, progress):
+    # The variant's lock is waited for before the Hub is asked anything, even which type of
+    # repo it is: of many processes wanting the variant at once (the ranks of one job), the
+    # first asks the Hub and places it, and the others find it placed. Where the cache does
+    # not yet show the repo's type, the kernel repo's lock is the one every process takes
+    # first; a legacy model repo's own lock, which prune takes, is then taken too.
+    known = cache.find_repo_dir(kernel.repo_id, root)
+    first = known or cache.repo_dir(kernel.repo_id, KERNEL, root)
+    with _acquire(_variant_lock(first, task), task.label, hub, progress):
         present = _present(task, root)
         if present.ok:  # another process placed it while we waited: judged as any cached copy
             refused, fate = judge_present(task, present, policy, holding_lock=True)
             if not refused:
                 progress.variant_done(task, cached=True, files=0, size=0)
             return 0, 0, refused, fate
-        cache.remove_stale_partials(repo)
+        repo = known or cache.repo_dir(kernel.repo_id, hub.repo_type(kernel.repo_id), root)
+        if repo == first:
+            return _fetch_locked(task, hub, repo, pool, progress, policy)
+        with _acquire(_variant_lock(repo, task), task.label, hub, progress):
+            return _fetch_locked(task, hub, repo, pool, progress, policy)
+
+
+def _variant_lock(repo: Path, task: VariantTask) -> Path:
+    lock_file = cache.variant_lock_path(repo, task.kernel.sha, task.variant)
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    return lock_file
+
+
+def _fetch_locked(
+    task: VariantTask, hub: HubClient, repo: Path, pool: ThreadPoolExecutor, progress: Progress,
+    policy: SignaturePolicy,
+) -> Fetched:  # fmt: skip
+    """Fetch, verify, admit and check one variant missing from ``repo``, its lock held."""
+    kernel = task.kernel
+    cache.remove_stale_partials(repo)
+    try:
+        listed = hub.list_variant_files(kernel.repo_id, kernel.sha, task.variant)
+    except PathNotFoundError:
+        raise DownloadVerificationError(
+            f"the Hub has no {BUILD_DIR}/{task.variant} at {kernel.sha[:12]}; the lock names a variant the repo "
+            "does not have (edited lock or rewritten repo); nothing was downloaded",
+            subject=task.label,
+        ) from None
+    listing = check_tree_paths(task, listed)
+    expected = kernel.variants[task.variant].hash
+    served = variant_hash((rel, entry.content_hash) for rel, entry in listing.items())
+    if not listing or served != expected:
+        raise DownloadVerificationError(
+            f"the Hub serves different content at {kernel.sha[:12]} than kernels.lock pins "
+            f"(Expected {expected}, Got {served}); the repo may have been rewritten; nothing was downloaded",
+            subject=task.label,
+        )
+    files = {rel: e.content_hash for rel, e in listing.items()}
+    count = size = 0
+    for attempt in ("first", "again"):
+        fetched_now, received = _fetch_blobs(task, hub, repo, listing, pool, progress)
+        count, size = count + fetched_now, size + received
         try:
-            listed = hub.list_variant_files(kernel.repo_id, kernel.sha, task.variant)
-        except PathNotFoundError:
+            refused = admit_variant(task, repo, files, policy)
+        except FileNotFoundError:  # a blob went between its check and the staged copy's
+            refused = None
+        if refused:
+            return count, size, refused, "not-placed"
+        # What was placed, checked again while the lock is held: another process removing
+        # blobs meanwhile (a prune that does not take this lock) must not pass for verified.
+        # Every blob was hashed on arrival or by blob_is_valid: presence and size say enough.
+        gone = _not_in_place(repo, task, listing) if refused is not None else ["a file vanished"]
+        if not gone:
+            break
+        if attempt == "again":
+            what = "; ".join(gone)
             raise DownloadVerificationError(
-                f"the Hub has no {BUILD_DIR}/{task.variant} at {kernel.sha[:12]}; the lock "
-                "names a variant the repo does not have (edited lock or rewritten repo); nothing was "
-                "downloaded",
+                f"placed in the cache, but incomplete there right after ({what}); another process removed "
+                "its files meanwhile (kernels cache prune, or a tool deleting blobs)",
                 subject=task.label,
-            ) from None
-        listing = check_tree_paths(task, listed)
-        expected = kernel.variants[task.variant].hash
-        served = variant_hash((rel, entry.content_hash) for rel, entry in listing.items())
-        if not listing or served != expected:
-            raise DownloadVerificationError(
-                f"the Hub serves different content at {kernel.sha[:12]} than kernels.lock pins "
-                f"(Expected {expected}, Got {served}); the repo may have been rewritten; nothing "
-                "was downloaded",
-                subject=task.label,
+                hint="run the command again once it is done",
             )
-        files = {rel: e.content_hash for rel, e in listing.items()}
-        count = size = 0
-        for attempt in ("first", "again"):
-            fetched_now, received = _fetch_blobs(task, hub, repo, listing, pool, progress)
-            count, size = count + fetched_now, size + received
-            try:
-                refused = admit_variant(task, repo, files, policy)
-            except FileNotFoundError:  # a blob went between its check and the staged copy's
-                refused = None
-            if refused:
-                return count, size, refused, "not-placed"
-            # What was placed, checked again while the lock is held: another process removing
-            # blobs meanwhile (a prune that does not take this lock) must not pass for verified.
-            # Every blob was hashed on arrival or by blob_is_valid: presence and size say enough.
-            gone = _not_in_place(repo, task, listing) if refused is not None else ["a file vanished"]
-            if not gone:
-                break
-            if attempt == "again":
-                what = "; ".join(gone)
-                raise DownloadVerificationError(
-                    f"placed in the cache, but incomplete there right after ({what}); another process "
-                    "removed its files meanwhile (kernels cache prune, or a tool deleting blobs)",
-                    subject=task.label,
-                    hint="run the command again once it is done",
-                )
     progress.variant_done(task, cached=False, files=count, size=size)
     return count, size, [], "placed"
 
@@ -192,23 +209,24 @@ def _fetch_blobs(
 
 
 @contextmanager
-def _acquire(lock: FileLock, label: str, hub: HubClient, progress: Progress) -> Iterator[None]:
-    """Hold ``lock``, waiting for another process at most the operation's time left;
-    a wait longer than a moment is told through ``progress``."""
+def _acquire(lock_file: Path, label: str, hub: HubClient, progress: Progress) -> Iterator[None]:
+    """Hold the lock ``lock_file``, waiting for another process at most the operation's time
+    left; a wait longer than a moment is told through ``progress``, and so is, once, a file
+    system where locks are taken without flock (:class:`kernel_deps.core.filelocks.HostLock`)."""
     transport = hub.transport
+    # No command holds a lock longer than its budget; twice that allows for clocks that disagree.
+    lock = HostLock(lock_file, stale_after=2 * transport.budget, on_note=progress.message)
 
     def tell() -> None:
-        progress.message(f"waiting for another kernels download of {label} (lock {lock.lock_file}) ...")
+        progress.message(f"waiting for another kernels download of {label} (lock {lock_file}) ...")
 
     if not acquire_within(lock, transport.time_left, tell):
+        holder = lock.holder()
+        who = f" ({holder})" if holder else ""
         raise CacheBusyError(
-            f"another kernels download held {lock.lock_file} until the {transport.budget:g} s "
-            "budget was spent",
+            f"another kernels download{who} held {lock_file} until the {transport.budget:g} s budget was spent",
             subject=label,
-            hint=(
-                f"run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that "
-                "file if none is running"
-            ),
+            hint=f"run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that file if none is running",
         )
     try:
         yield
@@ -223,11 +241,9 @@ def _fetch_file(task: VariantTask, hub: HubClient, repo: Path, entry: TreeFile, 
     interrupted run left there is resumed. A partial file stays only when the Hub fails
     part-way, for the next run to resume; anything that fails verification is removed.
     """
-    from filelock import FileLock
-
     partial = cache.partial_path(repo, entry.content_hash)
     label = f"{task.label} {rel}"
-    with _acquire(FileLock(str(cache.partial_lock_path(repo, entry.content_hash))), label, hub, progress):
+    with _acquire(cache.partial_lock_path(repo, entry.content_hash), label, hub, progress):
         if cache.blob_is_valid(repo, entry.content_hash):  # another download placed it meanwhile
             return 0
         keep = False

@@ -40,7 +40,8 @@ def admit_variant(task: VariantTask, repo: Path, files: dict[str, str], policy: 
 
 
 def judge_present(
-    task: VariantTask, check: cache.VariantCheck, policy: SignaturePolicy, *, holding_lock: bool
+    task: VariantTask, check: cache.VariantCheck, policy: SignaturePolicy, *, holding_lock: bool,
+    removable: bool = True,
 ) -> tuple[list[VariantRefusal], str]:
     """A variant found in the cache holding the locked bytes, held to its digest and recorded
     signer; a build that does not match its own digest is removed from ``snapshots/`` when
@@ -53,7 +54,7 @@ def judge_present(
         refused = check_cached_variant(task.kernel, task.variant, check.path, check.files, policy)
     except OSError as exc:
         raise cache_error(task, exc, "read") from None
-    if not refused or any(r.kind != "digest" for r in refused):
+    if not refused or any(r.kind != "digest" for r in refused) or not removable:  # a shared cache is only read
         return refused, "kept"
     repo = check.path.parents[3]  # snapshots/<commit>/build/<variant>
     removed = _remove_own_placement(task, repo) if not holding_lock else _remove_placement(task, repo)

@@ -66,15 +66,16 @@ def download_lock(
     missing = []
     _check_cache_root(root)
     # Every chosen variant checked at once: their files share the hashing threads when they are large.
-    checks = cache.check_variants([(t.kernel.repo_id, t.kernel.sha, t.variant, t.kernel.variants[t.variant].hash)
+    # A variant a shared cache (KERNELS_CACHE_SHARED) holds intact is used there, never written to.
+    checks = cache.check_in_tiers([(t.kernel.repo_id, t.kernel.sha, t.variant, t.kernel.variants[t.variant].hash)
                                    for t in tasks], root=root)  # fmt: skip
-    for task, check in zip(tasks, checks):
+    for task, (check, tier) in zip(tasks, checks):
         if isinstance(check, OSError):
             raise cache_error(task, check, "read") from None
         if not check.ok:
             missing.append(task)
             continue
-        found, fate = judge_present(task, check, policy, holding_lock=False)
+        found, fate = judge_present(task, check, policy, holding_lock=False, removable=tier == root)
         refused += [(r, fate) for r in found]
         if not found:
             cached.append(task)

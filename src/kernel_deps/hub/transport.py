@@ -2,7 +2,9 @@
 
 A :class:`Transport` refuses to send anything while ``HF_HUB_OFFLINE`` is set, gives every
 attempt connect and read timeouts, retries transient faults (5xx, 429, resets, timeouts,
-cut bodies) with jittered exponential backoff within the retry count, and turns every
+cut bodies) with jittered exponential backoff within the retry count, waits out a rate
+limit (HTTP 429: after ``Retry-After``, else backing off) for as long as the time budget
+allows (:mod:`kernel_deps.hub.backoff`), and turns every
 HTTP error, and every OS error of the file a download writes, into a
 :mod:`kernel_deps.core.errors` type whose message is one line a user can act on.
 
@@ -31,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import threading
 import time
 from collections.abc import Iterator
@@ -68,13 +69,13 @@ from kernel_deps.core.settings import (
     is_offline,
     offline_env,
 )
+from kernel_deps.hub.backoff import RATE_LIMITED, is_transient, next_delay, retry_after_of, retry_after_seconds, status_of
 from kernel_deps.hub.environment import check_hub_settings, endpoint_problem
 
 T = TypeVar("T")
 
 # Total time one operation (one command) may spend on the Hub; KERNELS_HUB_BUDGET overrides.
 DEFAULT_BUDGET = 600.0
-MAX_BACKOFF = 8.0
 # Connecting takes milliseconds when the Hub is up; waiting longer only delays the retry.
 CONNECT_TIMEOUT = 10.0
 # An attempt gets at least this long to connect and to receive each chunk.
@@ -328,8 +329,17 @@ class Transport:
                         hint="check free space and permissions of the cache folder",
                     ) from None
                 tries += 1
-                delay = min(MAX_BACKOFF, self.backoff * (2 ** (tries - 1))) * (0.5 + random.random())
+                rate_limited = status_of(exc) == RATE_LIMITED
+                asked = retry_after_seconds(retry_after_of(exc)) if rate_limited else None
+                delay = next_delay(tries, self.backoff, rate_limited=rate_limited, asked=asked)
+                if asked is not None and asked < self.time_left():  # its spread never costs the wait asked
+                    delay = min(delay, max(asked, self.time_left() - MIN_ATTEMPT_TIMEOUT))
                 out_of_time = delay >= self.time_left()
+                if rate_limited:  # a rate limit is waited out for as long as the budget lasts
+                    if out_of_time:
+                        raise self.rate_limited(subject, tries, asked) from None
+                    time.sleep(delay)
+                    continue
                 limit = min(self.retries, REFUSED_RETRIES) if isinstance(exc, httpx2.ConnectError) else self.retries
                 if not is_transient(exc) or tries > limit or out_of_time:
                     mapped = self.map_error(exc, subject, tries)
@@ -337,6 +347,15 @@ class Transport:
                         mapped = self.budget_spent(mapped.subject, mapped.reason, mapped.hint)
                     raise mapped from None
                 time.sleep(delay)
+
+    def rate_limited(self, subject: RequestSubject, attempts: int, asked: float | None) -> HubUnavailableError:
+        """The error for a request the Hub kept refusing with HTTP 429 until the budget could not cover the wait."""
+        waited = f"it asked to wait {asked:.0f} s more, " if asked is not None else ""
+        return HubUnavailableError(
+            f"{subject.label}: the Hub at {self.shown_endpoint} is rate-limiting requests (HTTP 429 after "
+            f"{attempts} attempts; {waited}past the {self.budget:g} s budget of {BUDGET_ENV}); try again later, "
+            f"or raise {BUDGET_ENV} to wait longer"
+        )
 
     def map_error(self, exc: Exception, subject: RequestSubject, attempts: int) -> HubError:
         """The kernel-deps error for a failed request, naming the repo (and file)."""
@@ -375,20 +394,6 @@ class Transport:
                 hint="check the network or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use the cache only",
             )
         return HubError(f"the Hub at {self.shown_endpoint} answered an error: {self.quoted(exc)}", subject=where)
-
-
-def status_of(exc: Exception) -> int | None:
-    """The HTTP status of a failed request, if it got an answer."""
-    response = getattr(exc, "response", None)
-    return getattr(response, "status_code", None)
-
-
-def is_transient(exc: Exception) -> bool:
-    """Whether waiting may help: 5xx, 429, or no complete answer at all."""
-    status = status_of(exc)
-    if status is not None:
-        return status >= 500 or status == 429
-    return isinstance(exc, httpx2.TransportError)
 
 
 def first_line(exc: Exception) -> str:

@@ -81,7 +81,7 @@ def _installed_wheel(kernel: LockedKernel, variant: str, expected: str) -> cache
 
 def _check(kernel: LockedKernel, variant: str, expected: str) -> cache.VariantCheck:
     try:
-        return cache.check_variant(kernel.repo_id, kernel.sha, variant, expected)
+        return cache.check_variant_in_tiers(kernel.repo_id, kernel.sha, variant, expected)
     except OSError as exc:
         where = exc.filename or cache.cache_root()
         raise KernelCacheReadError(
