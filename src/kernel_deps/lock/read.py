@@ -128,14 +128,14 @@ def parse_lock(text: str, *, source: str, purpose: Purpose) -> LockRead:
     data = load_entries(text, source)  # each format below is read as strictly as its tool reads it
     found = lock_format(data)
     if found == "kernels-0.17":
+        from kernel_deps.lock.formats import kernels017_named_pins  # another tool's reader, for its lock only
+
+        named = kernels017_named_pins(data, source)  # an invalid file is refused first, for every purpose
         if purpose in ("use", "load"):
             raise LockfileError(
                 f"{source}: written by {WRITTEN_BY[found]}, which records commits but no variant hashes, "
                 "so nothing could be verified against it; run 'kernels lock' to convert it (its pins are kept)"
             )
-        from kernel_deps.lock.formats import kernels017_named_pins  # another tool's reader, for its lock only
-
-        named = kernels017_named_pins(data, source)
         pins = {repo_id: LockedPin(commit=commit, version=ref) for repo_id, (commit, ref) in named.items()}
         return LockRead(source=source, format=found, lock=None, pins=MappingProxyType(pins), text=text)
     if found == "kernels-0.16":
