@@ -25,7 +25,7 @@ class KernelDepsError(Exception):
         self.message = message
 
 
-class UsageError(KernelDepsError):
+class UsageError(KernelDepsError, ValueError):
     """The user's input (arguments, pyproject, lock) is invalid."""
 
     exit_code = 2
@@ -153,7 +153,7 @@ def _asker(cause: ConflictCause, requester: str) -> str:
     return requester if cause.required_by is None else f"{cause.required_by} {cause.required_by_version}"
 
 
-class ResolutionError(KernelDepsError):
+class ResolutionError(KernelDepsError, ValueError):
     """The requirements cannot all be satisfied; the message says who asked for what.
 
     A version conflict also carries it as records: ``causes`` (each requirement and who
@@ -268,15 +268,15 @@ class UnsafeRepoContentError(KernelDepsError):
     """A repo's tree names a path kernel-deps refuses to write."""
 
 
-class KernelNotLockedError(KernelDepsError):
+class KernelNotLockedError(KernelDepsError, ValueError):
     """The lock in use does not list the requested kernel."""
 
 
-class LockNotFoundError(KernelDepsError):
+class LockNotFoundError(KernelDepsError, ValueError):
     """No kernels.lock could be found for the caller."""
 
 
-class KernelNotCachedError(KernelDepsError):
+class KernelNotCachedError(KernelDepsError, FileNotFoundError):
     """The locked variant is not in the cache and the network may not be used."""
 
 
@@ -296,7 +296,7 @@ class TargetNotServedError(KernelDepsError):
     """The lock has no build for a deployment target asked for."""
 
 
-class UntrustedPublisherError(KernelDepsError):
+class UntrustedPublisherError(KernelDepsError, ValueError):
     """A kernel to be locked comes from a publisher neither the Hub nor the project trusts."""
 
 
