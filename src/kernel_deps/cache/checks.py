@@ -168,7 +168,8 @@ class _Walked:
         if actual_hash != expected_hash and not problems and expected_files is None and self.addressed:
             # Every file holds what its blob name says, yet they are not the locked variant:
             # another tool's partial snapshot (see the module's docstring), not cached.
-            return VariantCheck(self.repo_id, self.commit, self.variant, self.folder, False, expected_hash, None, ())
+            return VariantCheck(self.repo_id, self.commit, self.variant, self.folder, False, expected_hash, actual_hash,
+                                (), actual)  # fmt: skip
         if actual_hash != expected_hash and not problems:
             problems.append(FileProblem("hash-mismatch", ".", expected_hash, actual_hash))
         problems.sort(key=lambda p: p.path)
