@@ -15,9 +15,12 @@ reads them. The result is a :class:`LockRead` record. The formats:
 
 What a reader needs of a lock is its ``purpose``:
 
-- ``use`` (``kernels download``, ``verify``, ``tree``, ``outdated``, ``export``): our lock or
-  a kernels <= 0.16 lock as it is (it pins commits and variant hashes, all they need); a
+- ``use`` (``kernels tree``, ``outdated``, ``export``, ``to-wheel``): our lock or a
+  kernels <= 0.16 lock as it is (it pins commits and variant hashes, all they need); a
   kernels 0.17 lock carries no hashes, so it is refused with how to convert it;
+- ``fetch`` (``kernels download``, ``sync``, ``verify``): as ``use``, and a kernels 0.17 lock
+  as its pins (``lock`` None), whose builds are hashed from the Hub's listing at each
+  pinned commit before anything is fetched (:mod:`kernel_deps.resolve.pinned`);
 - ``load`` (the loader): as ``use``; a process that loads many kernels parses a file again
   only when it changes (size or mtime);
 - ``lock`` (``kernels lock``: the prior pins it keeps): any format, a missing file is None;
@@ -52,10 +55,10 @@ __all__ = [
 ]  # fmt: skip
 
 LockFormat = Literal["kernel-deps", "kernels-0.16", "kernels-0.17"]
-Purpose = Literal["use", "load", "lock", "embed"]
+Purpose = Literal["use", "fetch", "load", "lock", "embed"]
 
 FORMATS: tuple[LockFormat, ...] = ("kernel-deps", "kernels-0.16", "kernels-0.17")
-PURPOSES: tuple[Purpose, ...] = ("use", "load", "lock", "embed")
+PURPOSES: tuple[Purpose, ...] = ("use", "fetch", "load", "lock", "embed")
 # The tool that writes each format, as messages name it (None: kernel-deps itself).
 WRITTEN_BY: Mapping[LockFormat, str | None] = {
     "kernel-deps": None,
@@ -105,7 +108,7 @@ def lock_format(data: list[Any]) -> LockFormat:
 @overload
 def read_lock(path: Path, *, purpose: Literal["lock"]) -> LockRead | None: ...
 @overload
-def read_lock(path: Path, *, purpose: Literal["use", "load", "embed"]) -> LockRead: ...
+def read_lock(path: Path, *, purpose: Literal["use", "fetch", "load", "embed"]) -> LockRead: ...
 def read_lock(path: Path, *, purpose: Purpose) -> LockRead | None:
     """The lock at ``path``, read for ``purpose`` (see the module's docstring).
 
