@@ -3,6 +3,14 @@
 the cache is one :class:`FileProblem`, named by the manifest kernel-deps wrote when it
 placed the variant, which is trusted only when its own ``git_lfs_concat`` equals the lock's.
 Several variants' files are hashed in one batch, on threads only when they are large.
+
+What counts as cached is decided here, once, for every command and the loader: a folder
+another tool left (no manifest of ours) whose every file is a link to a blob holding what
+its name says, but which together are not the locked variant, holds only some of its files
+(the Hugging Face ``kernels lock`` caches each variant's ``metadata.json`` alone;
+``huggingface_hub`` leaves whatever a filtered or interrupted download fetched). Such a
+partial snapshot is not cached (``present`` is False): a download fetches the variant,
+``verify --require-cached`` names it absent, and nothing calls it modified.
 """
 
 from __future__ import annotations
@@ -127,15 +135,17 @@ class _Walked:
     """A cached variant walked, its files' links checked, waiting for its files' hashes."""
 
     __slots__ = ("repo_id", "commit", "variant", "folder", "expected_hash", "expected_files", "problems", "to_hash",
-                 "hashes")  # fmt: skip
+                 "hashes", "addressed")  # fmt: skip
 
     def __init__(self, repo_id: str, commit: str, variant: str, folder: Path, expected_hash: str,
                  expected_files: dict[str, str] | None, problems: list[FileProblem],
-                 to_hash: list[tuple[str, Path, str | None]]) -> None:  # fmt: skip
+                 to_hash: list[tuple[str, Path, str | None]], addressed: bool) -> None:  # fmt: skip
         self.repo_id, self.commit, self.variant, self.folder = repo_id, commit, variant, folder
         self.expected_hash, self.expected_files = expected_hash, expected_files
         self.problems, self.to_hash = problems, to_hash
         self.hashes: list[str | OSError] = []
+        # Whether every file is a link naming the blob it should hold (so each is checked on its own).
+        self.addressed = addressed
 
     def result(self) -> VariantCheck | OSError:
         """The check, once ``hashes`` holds each file's hash (or the error hashing it) in walk order."""
@@ -155,6 +165,11 @@ class _Walked:
             problems += [FileProblem("extra", rel, None, digest) for rel, digest in actual.items()
                          if rel not in expected_files]  # fmt: skip
         actual_hash = variant_hash(actual.items())
+        if actual_hash != expected_hash and not problems and expected_files is None and self.addressed:
+            # Every file holds what its blob name says, yet they are not the locked variant:
+            # another tool's partial snapshot (see the module's docstring), not cached.
+            return VariantCheck(self.repo_id, self.commit, self.variant, self.folder, False, expected_hash, actual_hash,
+                                (), actual)  # fmt: skip
         if actual_hash != expected_hash and not problems:
             problems.append(FileProblem("hash-mismatch", ".", expected_hash, actual_hash))
         problems.sort(key=lambda p: p.path)
@@ -180,6 +195,7 @@ def _walk_variant(
     inside = (real_repo / "blobs", real_repo / "snapshots" / commit / BUILD_DIR / variant)
     problems: list[FileProblem] = []
     to_hash: list[tuple[str, Path, str | None]] = []  # (relative path, path, the hash it should have)
+    addressed = True
     for rel, path in walk_files(folder):
         if not is_hashed_path(rel):
             continue
@@ -193,8 +209,9 @@ def _walk_variant(
         # The blob a symlink points at is named by its content hash; a plain file (placed
         # by a tool that does not use symlinks) is hashed as the manifest says, else SHA-1.
         blob_name = Path(os.readlink(path)).name if path.is_symlink() else None
+        addressed = addressed and blob_name is not None and real == real_repo / "blobs" / blob_name
         to_hash.append((rel, path, (expected_files or {}).get(rel) or blob_name))
-    return _Walked(repo_id, commit, variant, folder, expected_hash, expected_files, problems, to_hash)
+    return _Walked(repo_id, commit, variant, folder, expected_hash, expected_files, problems, to_hash, addressed)
 
 
 # Below this many bytes (all the variants checked at once) files are hashed in the calling thread.

@@ -29,13 +29,17 @@ from kernel_deps.core.records import Record, replaceable
 from kernel_deps.core.settings import LOCAL_KERNELS_ENV, describe_overrides, is_offline, local_overrides, offline_env
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import targets_from_options
-from kernel_deps.lock.freshness import AGREEMENT_KINDS, Problem, judge_lock, rules_of, unrecorded_requirements
-from kernel_deps.lock.model import lock_path
+from kernel_deps.lock.freshness import (
+    AGREEMENT_KINDS, POLICY_KINDS, Problem, judge_lock, rules_of, unrecorded_requirements,
+)  # fmt: skip
+from kernel_deps.lock.model import Lockfile, lock_path
 from kernel_deps.lock.read import read_lock
 
 if TYPE_CHECKING:  # imported by --online only: an offline verify never loads the Hub client
     from kernel_deps.hub.client import HubClient
+    from kernel_deps.lock.read import LockRead
     from kernel_deps.project.record import Project
+    from kernel_deps.trust.signers import SignaturePolicy
 
 __all__ = [
     "CACHE_KINDS", "FILE_KINDS", "HUB_KINDS", "LOCAL_KINDS", "NOTICE_KINDS", "SIGNED_KINDS", "SYNC_KINDS",
@@ -122,6 +126,23 @@ def verify_inputs(*, online: bool) -> Mapping[str, Path]:
     return local_overrides()
 
 
+def _lock_of_pins(found: LockRead, hub: HubClient | None, policy: SignaturePolicy) -> tuple[Lockfile, HubClient]:
+    """The lock of a kernels 0.17 lock's pins (:func:`kernel_deps.resolve.pinned.lock_of_pins`),
+    which needs the Hub: LockfileError saying so when offline."""
+    from kernel_deps.core.errors import LockfileError
+    from kernel_deps.hub.client import HubClient
+    from kernel_deps.resolve.pinned import lock_of_pins
+
+    if is_offline():
+        raise LockfileError(
+            f"{found.source}: written by {found.written_by}, which records commits but no variant hashes, so the "
+            f"cache can be checked against it only with the Hub's listings, and {offline_env()} is set; "
+            "run 'kernels lock' to convert it (its pins are kept)"
+        )
+    hub = hub or HubClient()
+    return lock_of_pins(found, hub, policy), hub
+
+
 def verify_lock(
     project: Project,
     *,
@@ -145,7 +166,7 @@ def verify_lock(
     rules = rules_of(project)
     wanted = targets_from_options(targets, all_targets, rules.targets, project.path)
     path = lock_path(project.folder)
-    found = read_lock(path, purpose="use")
+    found = read_lock(path, purpose="fetch")
     lock, written_by = found.lock, found.written_by
     notices: list[Problem] = []
     local_problems = []
@@ -156,6 +177,10 @@ def verify_lock(
     policy = rules.policy
     # The one judgement of a lock against its project, whichever tool wrote it.
     problems = judge_lock(found, rules)
+    if lock is None:  # kernels 0.17: its builds hashed from the Hub's listing at each pinned commit,
+        # unless the policy already refuses it (it records no signer): then those findings are all.
+        refused = any(p.kind in POLICY_KINDS for p in problems)
+        lock, hub = (Lockfile(kernels=()), hub) if refused else _lock_of_pins(found, hub, rules.policy)
     if written_by is None:
         notices += filter(None, [unrecorded_requirements(lock)])  # an older lock: what 'kernels lock' adds
     else:

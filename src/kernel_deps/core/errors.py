@@ -44,7 +44,7 @@ class KernelDepsError(Exception):
         super().__init__(self.message)
 
 
-class UsageError(KernelDepsError):
+class UsageError(KernelDepsError, ValueError):
     """The user's input (arguments, pyproject, lock) is invalid."""
     kind = "usage"
     exit_code = 2
@@ -180,7 +180,7 @@ def _asker(cause: ConflictCause, requester: str) -> str:
     return requester if cause.required_by is None else f"{cause.required_by} {cause.required_by_version}"
 
 
-class ResolutionError(KernelDepsError):
+class ResolutionError(KernelDepsError, ValueError):
     """The requirements cannot all be satisfied; the message says who asked for what.
 
     A version conflict also carries it as records: ``causes`` (each requirement and who
@@ -304,17 +304,17 @@ class UnsafeRepoContentError(KernelDepsError):
     kind = "repo-content-unsafe"
 
 
-class KernelNotLockedError(KernelDepsError):
+class KernelNotLockedError(KernelDepsError, ValueError):
     """The lock in use does not list the requested kernel."""
     kind = "kernel-not-locked"
 
 
-class LockNotFoundError(KernelDepsError):
+class LockNotFoundError(KernelDepsError, ValueError):
     """No kernels.lock could be found for the caller."""
     kind = "lock-not-found"
 
 
-class KernelNotCachedError(KernelDepsError):
+class KernelNotCachedError(KernelDepsError, FileNotFoundError):
     """The locked variant is not in the cache and the network may not be used."""
     kind = "kernel-not-cached"
 
@@ -339,7 +339,7 @@ class TargetNotServedError(KernelDepsError):
     kind = "target-not-served"
 
 
-class UntrustedPublisherError(KernelDepsError):
+class UntrustedPublisherError(KernelDepsError, ValueError):
     """A kernel to be locked comes from a publisher neither the Hub nor the project trusts."""
     kind = "publisher-untrusted"
 

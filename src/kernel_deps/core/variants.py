@@ -78,7 +78,7 @@ _FRAMEWORKS = {"torch": "torch", "torch-stable-abi": "torch", "tvm-ffi": "tvm-ff
 METAL_MIN_MACOS = (26, 0)
 
 
-class NoMatchingVariantError(KernelDepsError):
+class NoMatchingVariantError(KernelDepsError, FileNotFoundError):
     """No build variant of a kernel fits this system; ``reasons`` maps each name to why."""
     kind = "no-matching-variant"
 

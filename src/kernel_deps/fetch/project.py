@@ -96,8 +96,19 @@ def download_for_project(
     project_dir, record = (project, None) if isinstance(project, Path) else (project.folder, project)
     lock_file = project_dir / LOCK_NAME
     rules = rules_of(record) if record is not None else None
-    found = read_lock(lock_file, purpose="use")  # ours or kernels <= 0.16's, never rewritten
+    found = read_lock(lock_file, purpose="fetch")  # ours, kernels <= 0.16's or 0.17's, never rewritten
     warning = judge_for_use(found, rules, str(lock_file), "refusing to download")  # said, not refused
+    notes = []
+    lock = found.lock
+    if lock is None:  # kernels 0.17: its builds hashed from the Hub's listing at each pinned commit
+        from kernel_deps.resolve.pinned import lock_of_pins, pins_only_note
+
+        if hub is None:
+            from kernel_deps.hub.client import HubClient
+
+            hub = HubClient()
+        lock = lock_of_pins(found, hub, rules.policy if rules is not None else None)
+        notes.append(pins_only_note(found))
     declared = rules.targets if rules is not None else ()
     choice = VariantChoice() if choice is None else choice
     chosen_targets = targets_from_options(choice.targets, choice.all_targets, declared, project_dir / PYPROJECT_NAME)
@@ -107,7 +118,7 @@ def download_for_project(
 
         check_folder(Path(into), cache.cache_root(), project=project_dir)  # bad input before anything is fetched
     policy = rules.policy if rules is not None else None
-    report = download_lock(found.lock, variants_for=variants_for, hub=hub, progress=progress, policy=policy)
+    report = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress, policy=policy)
     placed = (place_subset(report.wanted(), Path(into), root=report.cache_root, project=project_dir)
               if into is not None else None)  # fmt: skip
-    return replace(report, lockfile=lock_file, into=placed, warnings=[warning] if warning else [])
+    return replace(report, lockfile=lock_file, into=placed, warnings=[*notes, *([warning] if warning else [])])

@@ -58,10 +58,13 @@ def kernels017_named_pins(data: list[Any], source: str) -> dict[str, tuple[str, 
 
     The ref is ``vN`` for a ``"version": N`` entry (kernels 0.17 resolves a major to that
     branch) and the revision for a branch or tag revision; None for a commit, or when one
-    repo has entries naming different refs. Repos pinned at two commits are left out.
+    repo has entries naming different refs. Repos pinned at two commits are left out. A
+    dependency (repo id and version, or repo id and revision) named by two entries is a
+    LockfileError naming it, as kernels 0.17 refuses the file.
     """
     pins: dict[str, tuple[str, str | None]] = {}
     conflicting: set[str] = set()
+    first: dict[tuple[str, str, object], int] = {}  # each dependency (repo id, key, value) -> its entry
     for i, entry in enumerate(data):
         try:
             repo_id, commit, ref = _kernels017_pin(entry)
@@ -72,6 +75,17 @@ def kernels017_named_pins(data: list[Any], source: str) -> dict[str, tuple[str, 
                 subject=source,
                 hint="fix the entry, or delete the lock and run 'kernels lock'",
             ) from None
+        # kernels 0.17 keys its lock by the dependency and refuses a file naming one twice
+        # (same commit or not): which entry would hold is not the file's to say.
+        key = "version" if "version" in entry["dependency"] else "revision"
+        asked = (repo_id, key, entry["dependency"][key])
+        if asked in first:
+            raise LockfileError(
+                f"{source}: dependency {repo_id!r} ({key} {asked[2]}) is locked twice, in '[{first[asked]}]' and "
+                f"'[{i}]' (kernels 0.17 lock); expected one entry per dependency, as Hugging Face kernels refuses "
+                "a duplicate dependency; delete one of them, or delete the lock and run 'kernels lock'"
+            )
+        first[asked] = i
         known = pins.setdefault(repo_id, (commit, ref))
         if known[0] != commit:
             conflicting.add(repo_id)

@@ -147,6 +147,10 @@ def _local_override(p: Problem, f: dict) -> str:  # variable, overrides: LOCAL_K
 
 
 def _foreign_lock(p: Problem, f: dict) -> str:  # lock: its path; written_by
+    if f["written_by"] == "Hugging Face kernels 0.17":  # used as it is: see kernel_deps.resolve.pinned
+        return (f"{f['lock']} was written by {f['written_by']}: it pins commits but no variant hashes, so each build "
+                "was checked against the Hub's listing at its commit, its metadata.json digest and its signature "
+                "where it has one; 'kernels lock' converts it, keeping its pins")  # fmt: skip
     return (f"{f['lock']} was written by {f['written_by']}: it records no requirements, no versions and no signers, "
             "so only what it records is judged against pyproject.toml; 'kernels lock' converts it, "
             "keeping its pins")  # fmt: skip

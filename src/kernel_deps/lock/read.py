@@ -15,9 +15,12 @@ reads them. The result is a :class:`LockRead` record. The formats:
 
 What a reader needs of a lock is its ``purpose``:
 
-- ``use`` (``kernels download``, ``verify``, ``tree``, ``outdated``, ``export``): our lock or
-  a kernels <= 0.16 lock as it is (it pins commits and variant hashes, all they need); a
+- ``use`` (``kernels tree``, ``outdated``, ``export``, ``to-wheel``): our lock or a
+  kernels <= 0.16 lock as it is (it pins commits and variant hashes, all they need); a
   kernels 0.17 lock carries no hashes, so it is refused with how to convert it;
+- ``fetch`` (``kernels download``, ``sync``, ``verify``): as ``use``, and a kernels 0.17 lock
+  as its pins (``lock`` None), whose builds are hashed from the Hub's listing at each
+  pinned commit before anything is fetched (:mod:`kernel_deps.resolve.pinned`);
 - ``load`` (the loader): as ``use``; a process that loads many kernels parses a file again
   only when it changes (size or mtime);
 - ``lock`` (``kernels lock``: the prior pins it keeps): any format, a missing file is None;
@@ -52,10 +55,10 @@ __all__ = [
 ]  # fmt: skip
 
 LockFormat = Literal["kernel-deps", "kernels-0.16", "kernels-0.17"]
-Purpose = Literal["use", "load", "lock", "embed"]
+Purpose = Literal["use", "fetch", "load", "lock", "embed"]
 
 FORMATS: tuple[LockFormat, ...] = ("kernel-deps", "kernels-0.16", "kernels-0.17")
-PURPOSES: tuple[Purpose, ...] = ("use", "load", "lock", "embed")
+PURPOSES: tuple[Purpose, ...] = ("use", "fetch", "load", "lock", "embed")
 # The tool that writes each format, as messages name it (None: kernel-deps itself).
 WRITTEN_BY: Mapping[LockFormat, str | None] = {
     "kernel-deps": None,
@@ -105,7 +108,7 @@ def lock_format(data: list[Any]) -> LockFormat:
 @overload
 def read_lock(path: Path, *, purpose: Literal["lock"]) -> LockRead | None: ...
 @overload
-def read_lock(path: Path, *, purpose: Literal["use", "load", "embed"]) -> LockRead: ...
+def read_lock(path: Path, *, purpose: Literal["use", "fetch", "load", "embed"]) -> LockRead: ...
 def read_lock(path: Path, *, purpose: Purpose) -> LockRead | None:
     """The lock at ``path``, read for ``purpose`` (see the module's docstring).
 
@@ -128,6 +131,9 @@ def parse_lock(text: str, *, source: str, purpose: Purpose) -> LockRead:
     data = load_entries(text, source)  # each format below is read as strictly as its tool reads it
     found = lock_format(data)
     if found == "kernels-0.17":
+        from kernel_deps.lock.formats import kernels017_named_pins  # another tool's reader, for its lock only
+
+        named = kernels017_named_pins(data, source)  # an invalid file is refused first, for every purpose
         if purpose in ("use", "load"):
             raise LockfileError(
                 f"written by {WRITTEN_BY[found]}, which records commits but no variant hashes, so "
@@ -135,9 +141,6 @@ def parse_lock(text: str, *, source: str, purpose: Purpose) -> LockRead:
                 subject=source,
                 hint="run 'kernels lock' to convert it (its pins are kept)",
             )
-        from kernel_deps.lock.formats import kernels017_named_pins  # another tool's reader, for its lock only
-
-        named = kernels017_named_pins(data, source)
         pins = {repo_id: LockedPin(commit=commit, version=ref) for repo_id, (commit, ref) in named.items()}
         return LockRead(source=source, format=found, lock=None, pins=MappingProxyType(pins), text=text)
     if found == "kernels-0.16":

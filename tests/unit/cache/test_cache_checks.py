@@ -101,22 +101,48 @@ def test_compiled_files_listed_in_a_manifest_are_not_required(cached) -> None:
     assert _check(project).problems == ()
 
 
-def test_a_removed_file_without_a_manifest_refuses_the_load_with_both_hashes(cached) -> None:
-    project, folder = cached
-    _manifest(folder).unlink()
-    (folder / "startup" / "_ops.py").unlink()
-    check = _check(project)
-    locked = _locked_hash(project)
-    assert check.problems == (cache.FileProblem("hash-mismatch", ".", locked, check.actual_hash),)
-    # A first load, in a process of its own: in this one an earlier test may have loaded the same
-    # repo and commit (the fixture's), which any later call is served from memory, verified then.
-    code = ("import sys\nfrom kernel_deps import load_kernel\nfrom kernel_deps.core.errors import KernelIntegrityError\n"
-            "try:\n    load_kernel(sys.argv[1], lockfile=sys.argv[2])\nexcept KernelIntegrityError as exc:\n"
+def _first_load(project: Path, caught: str) -> str:
+    """What a first load prints, in a process of its own: in this one an earlier test may have loaded the
+    same repo and commit (the fixture's), which any later call is served from memory, verified then."""
+    code = (f"import sys\nfrom kernel_deps import load_kernel\nfrom kernel_deps.core.errors import {caught}\n"
+            f"try:\n    load_kernel(sys.argv[1], lockfile=sys.argv[2])\nexcept {caught} as exc:\n"
             "    print(exc)\nelse:\n    print('loaded')\n")  # fmt: skip
     src = str(Path(kernel_deps.__file__).resolve().parents[1])
     run = subprocess.run([sys.executable, "-c", code, REPO_ID, str(project / "kernels.lock")], capture_output=True,
                          text=True, env={**os.environ, "PYTHONPATH": src}, timeout=120)  # fmt: skip
-    assert f"differ from kernels.lock: . hash-mismatch (expected {locked}, got sha256-" in run.stdout, run
+    return run.stdout
+
+
+def test_a_removed_file_without_a_manifest_is_a_partial_snapshot_not_cached(cached) -> None:
+    # Every file left is a link to the blob its name says: another tool's partial snapshot
+    # (or ours, its manifest gone) holds only some of the files, so it is not cached.
+    project, folder = cached
+    _manifest(folder).unlink()
+    (folder / "startup" / "_ops.py").unlink()
+    check = _check(project)
+    assert (check.present, check.ok, check.problems) == (False, False, ())
+    assert run_kernels("verify", str(project)).returncode == 0  # nothing of it is called modified
+    required = run_kernels("verify", "--require-cached", str(project))
+    assert required.returncode == 1 and f"{REPO_ID} {VARIANT}" in required.stdout and "not in the cache" in required.stdout
+    assert "is not in the cache" in _first_load(project, "KernelNotCachedError")  # the fixture runs offline
+
+
+def test_a_removed_file_beside_a_plain_copy_without_a_manifest_refuses_the_load_with_both_hashes(cached) -> None:
+    # A plain file (a tool that copies instead of linking) cannot be checked on its own: the folder's
+    # files then only hash to another value than the lock's, which is named with both hashes.
+    project, folder = cached
+    _manifest(folder).unlink()
+    init = folder / "startup" / "__init__.py"
+    data = init.read_bytes()
+    init.unlink()
+    init.write_bytes(data)
+    (folder / "startup" / "_ops.py").unlink()
+    check = _check(project)
+    locked = _locked_hash(project)
+    assert check.present and check.problems == (cache.FileProblem("hash-mismatch", ".", locked, check.actual_hash),)
+    assert f"differ from kernels.lock: . hash-mismatch (expected {locked}, got sha256-" in _first_load(
+        project, "KernelIntegrityError"
+    )
 
 
 def test_verify_reads_the_cache_it_is_given_not_the_default_one(cached, tmp_path, monkeypatch) -> None:

@@ -31,10 +31,9 @@ from tests.fixtures.locks import SHA_A, entries_with, example_text
 from tests.fixtures.peers import WRITE_WITH_017, lock_with_kernels_016, run_peer
 
 ROTARY = "kernels-test/rotary"
-# Every command that uses a lock as it is: what it is told by the reader, and its arguments.
+# Every command that uses a lock as it is and cannot fetch what a kernels 0.17 lock lacks, and its arguments
+# (download, sync and verify hash its builds from the Hub: tests/functional/project/test_hf_kernels_beside.py).
 USE_COMMANDS = [
-    ("download",),
-    ("verify",),
     ("tree",),
     ("outdated",),
     ("export", "--format", "kernels-0.16"),
