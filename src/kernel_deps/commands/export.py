@@ -66,11 +66,12 @@ def export_project(project_dir: Path, format_name: str, *, output: Path | None =
         export_lock(path, format_name)  # the error naming the formats
     from kernel_deps.lock.freshness import judge_project_lock
 
-    warning = judge_project_lock(project_dir, path, "refusing to export")  # a stale lock: said, not refused
     if format_name == PYLOCK_FORMAT or wheels is not None:
+        warning = judge_project_lock(project_dir, path, "refusing to export")  # a stale lock: said, not refused
         report = _export_pylock(path, format_name, wheels, output)
     else:
-        text, lock = export_lock(path, format_name)
+        text, lock = export_lock(path, format_name)  # bad input (a lock that cannot be converted) first
+        warning = judge_project_lock(project_dir, path, "refusing to export")  # a stale lock: said, not refused
         if output is not None:
             _write_output(Path(output), text)
         report = ExportReport(path, format_name, text, len(lock.kernels), output)

@@ -675,7 +675,7 @@ def test_a_lock_in_another_format_is_held_to_the_signature_policy_by_every_consu
     # The class, not the case: a kernels 0.17 lock (the build hooks carry it as it is) is held
     # to the policy too, and so is our own format with its signers taken out.
     kernels017 = run_kernels("export", "--format", "kernels-0.17", str(project))
-    assert kernels017.returncode == 2  # a 0.16 lock cannot be exported to 0.17: relock first
+    assert kernels017.returncode == 2, kernels017.stderr  # a 0.16 lock cannot be exported to 0.17: relock first
     assert run_kernels("lock", str(project)).returncode == 0
     assert run_kernels("export", "--format", "kernels-0.17", "-o", str(exported), str(project)).returncode == 0
     ours = (project / "kernels.lock").read_text()
