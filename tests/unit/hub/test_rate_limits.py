@@ -26,7 +26,7 @@ def test_retry_after_in_seconds_is_waited_before_the_next_request(hub_env, proxy
     assert client.list_refs("kernels-test/rotary").repo_type == "kernel"
     elapsed = time.monotonic() - start
     assert proxy.counts[("GET", "/api/kernels/kernels-test/rotary/refs")] == 2
-    first, second = proxy.timeline[:2]
+    first, second = proxy.answered(2)[:2]
     assert second[0] - first[1] >= 2.0  # the retry came no sooner than the Hub asked
     assert elapsed < 15  # generous: a loaded machine
 
@@ -38,7 +38,7 @@ def test_retry_after_as_an_http_date_is_waited_until_that_time(hub_env, proxy) -
     client = HubClient(endpoint=proxy.url, backoff=0.01, budget=30)
     assert client.list_refs("kernels-test/rotary").repo_type == "kernel"
     assert time.time() >= until  # the retry, and so the answer, came after that time
-    first, second = proxy.timeline[:2]
+    first, second = proxy.answered(2)[:2]
     assert second[0] - first[1] < 10
 
 
@@ -47,7 +47,8 @@ def test_a_rate_limit_is_waited_out_past_the_retry_count_while_the_budget_lasts(
     client = HubClient(endpoint=proxy.url, backoff=0.01, retries=1, budget=30)
     assert client.list_refs("kernels-test/rotary").repo_type == "kernel"
     assert proxy.counts[("GET", "/api/kernels/kernels-test/rotary/refs")] == 6
-    gaps = [b[0] - a[1] for a, b in zip(proxy.timeline, proxy.timeline[1:])]
+    timeline = proxy.answered(6)
+    gaps = [b[0] - a[1] for a, b in zip(timeline, timeline[1:])]
     assert gaps[-1] > gaps[0]  # the waits grow
 
 
