@@ -25,11 +25,8 @@ import pytest
 
 from tests.fixtures.builder import CUDA_VARIANT
 from tests.fixtures.cli import run_kernels
+from tests.fixtures.console_blocks import ROOT, console_blocks
 from tests.fixtures.projects import write_project
-
-ROOT = Path(__file__).resolve().parents[3]
-DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
-CONSOLE = re.compile(r"^```console\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 ACTIVATION = '"kernels-test/activation" = ">=1.2,<2"'
 TARGETS_PROJECT = '"kernels-test/layer-norm" = ">=0.1"\n"kernels-test/norm-universal" = ">=1"\n"kernels-test/attention" = ">=1.3,<1.4"'
@@ -67,6 +64,10 @@ NOT_RUN = {
         "the Hub's organizations API, which the local Hub lacks (tests/unit/trust/test_trust.py)",
     ("docs/locking.md", "$ kernels lock .\nerror: kernels.lock not written: 1 build is not signed"):
         "a build signed by another workflow (tests/unit/trust/test_signatures.py)",
+    ("docs/locking.md", "$ kernels lock .\nerror: kernels.lock: written by a newer"):
+        "a lock a newer kernel-deps wrote: tests/functional/lock/test_newer_lock.py compares its line",
+    ("docs/targets.md", "$ kernels lock .\n+ kernels-test/x"):
+        "a repo whose newest release lacks a target's build (tests/functional/lock/test_targets.py)",
     ("docs/locking.md", "$ kernels outdated .\nKERNEL                   LOCKED"): "a branch moved upstream",
     ("docs/locking.md", "$ kernels outdated .\nKERNEL                 LOCKED"): "a repo redirected upstream",
     ("docs/reference.md", "$ kernels versions kernels-community/activation"):
@@ -80,12 +81,9 @@ NOT_RUN = {
 def output_blocks() -> dict[tuple[str, str], list[str]]:
     """Every console block that shows a ``kernels`` command's output, by its key."""
     found = []
-    for path in DOCS:
-        for block in CONSOLE.finditer(path.read_text()):
-            lines = block.group(1).splitlines()
-            shows = any(prev.startswith("$ kernels ") and not line.startswith("$ ") for prev, line in zip(lines, lines[1:]))
-            if shows:
-                found.append((str(path.relative_to(ROOT)), lines))
+    for path, _, lines in console_blocks():
+        if any(prev.startswith("$ kernels ") and not line.startswith("$ ") for prev, line in zip(lines, lines[1:])):
+            found.append((str(path.relative_to(ROOT)), lines))
     keyed = {}
     for name, lines in found:
         keys = [key for key in (*RUN, *NOT_RUN) if key[0] == name and "\n".join(lines).startswith(key[1])]

@@ -16,27 +16,22 @@ from pathlib import Path
 import click
 
 from kernel_deps.cli.group import main as kernels_group
+from tests.fixtures.console_blocks import ROOT, console_blocks
 
-ROOT = Path(__file__).resolve().parents[3]
-DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
-CONSOLE = re.compile(r"^```console\n(.*?)^```", re.MULTILINE | re.DOTALL)
 ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*")
 # Subcommands the Hugging Face `kernels` CLI owns, handed over by ours (docs/hf-kernels.md).
 HANDED_OVER = {"info", "benchmark", "verify-signature", "check", "upload"}
 
 
-def console_commands(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, command) of every command line in the console blocks of ``path``: the
-    lines after ``$ `` where a block has prompts, every line of a block that has none."""
-    text = path.read_text()
-    for block in CONSOLE.finditer(text):
-        first = text.count("\n", 0, block.start()) + 2
-        lines = block.group(1).splitlines()
+def console_commands() -> Iterator[tuple[Path, int, str]]:
+    """(file, line number, command) of every command line in the console blocks: the lines
+    after ``$ `` where a block has prompts, every line of a block that has none."""
+    for path, first, lines in console_blocks():
         prompted = any(line.startswith("$ ") for line in lines)
         for offset, line in enumerate(lines):
             if prompted and not line.startswith("$ "):
                 continue  # the output shown
-            yield first + offset, line.removeprefix("$ ")
+            yield path, first + offset, line.removeprefix("$ ")
 
 
 def kernels_invocations(command: str) -> Iterator[list[str]]:
@@ -88,13 +83,12 @@ def check(words: list[str]) -> str | None:
 
 def test_every_command_the_docs_show_exists_with_the_options_shown() -> None:
     wrong, seen = [], 0
-    for path in DOCS:
-        for line, command in console_commands(path):
-            for words in kernels_invocations(command):
-                seen += 1
-                problem = check(words)
-                if problem:
-                    wrong.append(f"{path.relative_to(ROOT)}:{line}: {command.strip()}: {problem}")
+    for path, line, command in console_commands():
+        for words in kernels_invocations(command):
+            seen += 1
+            problem = check(words)
+            if problem:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {command.strip()}: {problem}")
     assert not wrong, "\n".join(wrong)
     assert seen > 40  # the docs' examples were found (the README, reference.md, sync.md, ...)
 
