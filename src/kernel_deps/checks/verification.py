@@ -33,7 +33,7 @@ from kernel_deps.lock.freshness import (
     AGREEMENT_KINDS, POLICY_KINDS, Problem, judge_lock, rules_of, unrecorded_requirements,
 )  # fmt: skip
 from kernel_deps.lock.model import Lockfile, lock_path
-from kernel_deps.lock.read import read_lock
+from kernel_deps.lock.read import newer_lock_error, read_lock
 
 if TYPE_CHECKING:  # imported by --online only: an offline verify never loads the Hub client
     from kernel_deps.hub.client import HubClient
@@ -167,6 +167,8 @@ def verify_lock(
     wanted = targets_from_options(targets, all_targets, rules.targets, project.path)
     path = lock_path(project.folder)
     found = read_lock(path, purpose="fetch")
+    if found.unknown_keys:  # a pass vouches for all the lock records, and this version cannot read all of it
+        raise newer_lock_error(str(path), found.unknown_keys)
     lock, written_by = found.lock, found.written_by
     notices: list[Problem] = []
     local_problems = []

@@ -113,6 +113,7 @@ def sync_project(
     project = read_project_record(project_dir, missing_ok=frozen)
     if frozen:
         state = "frozen"
+        _refuse_newer_lock(path)  # verify would refuse it: before anything is downloaded
     else:
         assert project is not None
         # lock --check's judgement: no request while every pin holds. Without --locked a lock
@@ -146,6 +147,14 @@ def sync_project(
     again = _verify(project, overrides, frozen=frozen, targets=targets, all_targets=all_targets,
                     cache_root=Path(into))  # fmt: skip
     return SyncReport(path, state, lock_report, download, verified, placed, again)
+
+
+def _refuse_newer_lock(path: Path) -> None:
+    """The refusal verify gives a lock a newer kernel-deps wrote, before a --frozen sync downloads."""
+    from kernel_deps.lock.read import newer_lock_error, read_lock
+
+    if path.is_file() and (found := read_lock(path, purpose="fetch")).unknown_keys:
+        raise newer_lock_error(str(path), found.unknown_keys)
 
 
 def _verify(

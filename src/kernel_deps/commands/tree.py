@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 from kernel_deps.core.records import FrozenMap, Record
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.targets import Target, serving_variant
-from kernel_deps.lock.freshness import agreement_warning, judge_lock, rules_of
+from kernel_deps.lock.freshness import judge_lock, rules_of, use_warning
 from kernel_deps.lock.model import LockedKernel, Lockfile, VariantSigner, lock_path
 from kernel_deps.lock.read import read_lock
 from kernel_deps.project.record import read_project_record
@@ -141,7 +141,7 @@ def tree_project(project_dir: Path, *, system: SystemInfo | None = None, cache_r
                     if p.kind == "not-locked")  # fmt: skip
     served = tuple(_serving(lock, t.name, t.system) for t in project.targets)
     return TreeReport(path, nodes, served, _serving(lock, None, system or detect_system()), missing,
-                      agreement_warning(problems, str(path)))  # fmt: skip
+                      use_warning(found, problems, str(path)))  # fmt: skip
 
 
 def _node(

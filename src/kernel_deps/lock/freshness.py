@@ -138,7 +138,17 @@ def judge_for_use(found: LockRead, rules: ProjectRules | None, lock_path: str, d
     warning for the agreement findings (:func:`agreement_warning`), or None."""
     judged = judge_lock(found, rules)
     refuse_policy(judged, lock_path, doing)
-    return agreement_warning(judged, lock_path)
+    return use_warning(found, judged, lock_path)
+
+
+def use_warning(found: LockRead, problems: Sequence[Problem], lock_path: str) -> str | None:
+    """The one warning line of a consumer that uses ``found`` as it is: that a newer
+    kernel-deps wrote it (:func:`kernel_deps.lock.read.newer_lock_warning`), then that it no
+    longer agrees with pyproject.toml (:func:`agreement_warning`); None when neither."""
+    from kernel_deps.lock.read import newer_lock_warning
+
+    said = [w for w in (newer_lock_warning(found), agreement_warning(problems, lock_path)) if w]
+    return "; ".join(said) or None
 
 
 def judge_project_lock(project_dir: Path, lock_file: Path, doing: str) -> str | None:

@@ -26,6 +26,13 @@ What a reader needs of a lock is its ``purpose``:
 - ``lock`` (``kernels lock``: the prior pins it keeps): any format, a missing file is None;
 - ``embed`` (the build hooks: what a wheel carries): any format, as it is.
 
+A lock of ours with keys this version does not know, in an entry or a variant (a newer
+kernel-deps wrote it), is read-only here: for ``lock`` it is refused
+(:func:`newer_lock_error`: rewriting it would drop them); for the other purposes it is
+read without them, the keys recorded in ``unknown_keys`` for the consumer to say
+(:func:`newer_lock_warning`). Keys deeper down, and a known key's bad value, are refused
+as ever.
+
 A file is never read while an edit journal lies beside it
 (:func:`kernel_deps.project.edit.refuse_pending_edit`): a command that writes finishes the
 journal under the edit lock before it reads, and every other reader is refused.
@@ -45,13 +52,13 @@ from typing import Any, Literal, overload
 from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
 from kernel_deps.core.errors import LockfileError
 from kernel_deps.core.records import Record
-from kernel_deps.lock.entries import LockedPin
+from kernel_deps.lock.entries import LockedKernel, LockedPin, VariantLock
 from kernel_deps.lock.model import Lockfile, load_entries, parse_entries
 from kernel_deps.project.edit import refuse_pending_edit
 
 __all__ = [
-    "FORMATS", "PURPOSES", "WRITTEN_BY", "LockFormat", "LockRead", "Purpose", "lock_format", "parse_lock",
-    "read_lock",
+    "FORMATS", "PURPOSES", "WRITTEN_BY", "LockFormat", "LockRead", "Purpose", "lock_format", "newer_lock_error",
+    "newer_lock_warning", "parse_lock", "read_lock",
 ]  # fmt: skip
 
 LockFormat = Literal["kernel-deps", "kernels-0.16", "kernels-0.17"]
@@ -70,7 +77,7 @@ WRITTEN_BY: Mapping[LockFormat, str | None] = {
 class LockRead(Record):
     """One read of a lock: where it came from, its format, what it holds, and its text."""
 
-    __slots__ = ("source", "format", "lock", "pins", "text")
+    __slots__ = ("source", "format", "lock", "pins", "text", "unknown_keys")
     source: str  # the path, or where an embedded text came from, as messages name it
     format: LockFormat
     # The lock itself: ours, or a kernels <= 0.16 lock as it is (its entries depend on
@@ -79,10 +86,12 @@ class LockRead(Record):
     # Repo id -> locked commit (read-only); a repo that a kernels 0.17 lock pins at several commits has none.
     pins: Mapping[str, LockedPin]
     text: str
+    # The keys of ours this version does not know, left unread ('signatures2', 'variants.*.size'): a newer kernel-deps wrote it.
+    unknown_keys: tuple[str, ...]
 
     def __init__(self, *, source: str, format: LockFormat, lock: Lockfile | None, pins: Mapping[str, LockedPin],
-                 text: str) -> None:  # fmt: skip
-        self._init(source, format, lock, pins, text)
+                 text: str, unknown_keys: tuple[str, ...] = ()) -> None:  # fmt: skip
+        self._init(source, format, lock, pins, text, unknown_keys)
 
     @property
     def raw(self) -> bytes:
@@ -147,10 +156,76 @@ def parse_lock(text: str, *, source: str, purpose: Purpose) -> LockRead:
         from kernel_deps.lock.formats import from_kernels016
 
         lock = from_kernels016(data, source)
+        unknown: tuple[str, ...] = ()
     else:
+        data, unknown = _known_keys_only(data)
+        if unknown and purpose == "lock":
+            raise newer_lock_error(source, unknown)
         lock = parse_entries(data, source)
     pins = {k.repo_id: LockedPin.of(k) for k in lock.kernels}
-    return LockRead(source=source, format=found, lock=lock, pins=MappingProxyType(pins), text=text)
+    return LockRead(source=source, format=found, lock=lock, pins=MappingProxyType(pins), text=text,
+                    unknown_keys=unknown)  # fmt: skip
+
+
+_ENTRY_KEYS = frozenset(LockedKernel.__slots__)
+_VARIANT_KEYS = frozenset(VariantLock.__slots__)
+
+
+def _known_keys_only(data: list[Any]) -> tuple[list[Any], tuple[str, ...]]:
+    """``data`` without the keys of an entry or of a variant that this version does not know,
+    and those keys (``name``, ``variants.*.name``), sorted; ``data`` itself when it has none.
+    An entry that is no object, or lacks a key this version needs, is left for the parse to refuse."""
+    unknown: set[str] = set()
+    for entry in data:
+        if not isinstance(entry, dict) or not {"repo_id", "sha", "variants", "dependencies"} <= entry.keys():
+            continue
+        unknown |= {str(key) for key in entry if key not in _ENTRY_KEYS}
+        variants = entry["variants"]
+        for variant in variants.values() if isinstance(variants, dict) else ():
+            if isinstance(variant, dict) and _VARIANT_KEYS <= variant.keys():
+                unknown |= {f"variants.*.{key}" for key in variant if key not in _VARIANT_KEYS}
+    if not unknown:
+        return data, ()
+    known = []
+    for entry in data:
+        if isinstance(entry, dict) and isinstance(entry.get("variants"), dict):
+            variants = {name: {k: v for k, v in variant.items() if k in _VARIANT_KEYS}
+                        if isinstance(variant, dict) and _VARIANT_KEYS <= variant.keys() else variant
+                        for name, variant in entry["variants"].items()}  # fmt: skip
+            entry = {**{k: v for k, v in entry.items() if k in _ENTRY_KEYS}, "variants": variants}
+        known.append(entry)
+    return known, tuple(sorted(unknown))
+
+
+def _newer(keys: tuple[str, ...]) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("kernel-deps")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        ours = "(this version)"
+    shown = ", ".join(repr(k) for k in keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+    # Our format records no writer's version; the keys are what tell a newer one.
+    return f"written by a newer kernel-deps: it has keys kernel-deps {ours} does not know ({shown})"
+
+
+def newer_lock_error(source: str, keys: tuple[str, ...]) -> LockfileError:
+    """The refusal of a lock with ``keys`` this version does not know, by a command that would
+    rewrite it (and drop them) or cannot be exact about it: one line naming the lock and the keys."""
+    return LockfileError(
+        f"{_newer(keys)}; it is read-only for this version, which leaves it as it is",
+        subject=source,
+        hint="upgrade kernel-deps (pip install -U kernel-deps)",
+    )
+
+
+def newer_lock_warning(found: LockRead) -> str | None:
+    """The one warning of a consumer that uses a lock with keys this version does not know:
+    the lock, the keys, that what they record is not checked, and to upgrade; None otherwise."""
+    if not found.unknown_keys:
+        return None
+    return (f"{found.source} was {_newer(found.unknown_keys)}; using it without them, so what they record "
+            "is not checked; upgrade kernel-deps")  # fmt: skip
 
 
 # Path -> ((mtime, size) when read, the read): the loader's reads, one parse per change of the file.
