@@ -56,17 +56,20 @@ from kernel_deps.loader.variant import verified_variant
 
 
 class KernelOrigin(Record):
-    """What a loaded kernel module is: set as ``module.__kernel_origin__``."""
+    """What a loaded kernel module is: set as ``module.__kernel_origin__``. A local build
+    (``LOCAL_KERNELS``, ``get_local_kernel``) has ``lock_origin`` ``"local"`` and no commit."""
 
     __slots__ = ("repo_id", "commit", "variant", "path", "lock_origin", "lock_path")
     repo_id: str
-    commit: str
-    variant: str
+    commit: str | None
+    variant: str | None
     path: Path
     lock_origin: str
     lock_path: str
 
-    def __init__(self, repo_id: str, commit: str, variant: str, path: Path, lock_origin: str, lock_path: str) -> None:
+    def __init__(
+        self, repo_id: str, commit: str | None, variant: str | None, path: Path, lock_origin: str, lock_path: str
+    ) -> None:
         self._init(repo_id, commit, variant, path, lock_origin, lock_path)
 
 
