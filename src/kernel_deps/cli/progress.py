@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 import click
 
+from kernel_deps.cli.group import counted
 from kernel_deps.fetch.tasks import Progress
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ class Meter:
         with self.lock:
             self.done += count
             now = time.monotonic()
+            if len(self.arrivals) > 1 and now - self.arrivals[-1][0] < 0.1:  # a tenth of a second is one sample
+                self.arrivals.pop()
             self.arrivals.append((now, self.done))
             while len(self.arrivals) > 2 and self.arrivals[1][0] < now - WINDOW:
                 self.arrivals.popleft()
@@ -116,7 +119,7 @@ class Meter:
             done, total, known = self.done, self.total, not self.unlisted
         if not known:
             return f"{human_bytes(done)} of at least {human_bytes(total)}, {human_bytes(rate)}/s"
-        percent = 100 * done // total if total else 100
+        percent = min(100, 100 * done // total) if total else 100
         left = f", {human_seconds((total - done) / rate)} left" if rate > 0 and total > done else ""
         return f"{human_bytes(done)} of {human_bytes(total)} ({percent}%), {human_bytes(rate)}/s{left}"
 
@@ -127,8 +130,8 @@ class Meter:
         if not files:
             return None
         spent = time.monotonic() - self.began
-        noun = "file" if files == 1 else "files"
-        return f"downloaded {human_bytes(done)} ({files} {noun}) in {human_seconds(spent)}, {human_bytes(done / max(spent, 1e-3))}/s"
+        rate = human_bytes(done / max(spent, 1e-3))
+        return f"downloaded {human_bytes(done)} ({counted(files, 'file')}) in {human_seconds(spent)}, {rate}/s"
 
 
 class Messages(Progress):
@@ -160,7 +163,8 @@ class Shown(Messages):
     def variant_done(self, task: VariantTask, *, cached: bool, files: int, size: int) -> None:
         self.meter.variant_done(task, cached, size)
         if self.variant_lines:
-            state = "already in the cache, verified" if cached else f"downloaded {files} files ({size:,} bytes), verified"
+            fetched = f"downloaded {counted(files, 'file')} ({counted(size, 'byte')}), verified"
+            state = "already in the cache, verified" if cached else fetched
             click.echo(f"{task.label}: {state}")
 
     def finished(self) -> None:
