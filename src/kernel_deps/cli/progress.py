@@ -3,9 +3,9 @@
 The run's total is what the Hub's listings of the missing variants say they weigh, less
 what an interrupted run left to resume. On a terminal, one bar on stderr that redraws (tqdm,
 imported only then): bytes, percent, rate and time left. Off a terminal (a pipe, a CI log),
-a plain line on stderr every few seconds while a download runs and one per file fetched,
-stalled or not, then one line for the run. A line per variant on stdout, unless stdout is
-the report (``--json``). ``-q`` shows none of it, ``--json`` only the messages (a wait for
+a download lasting more than a few seconds prints a plain line on stderr every few seconds,
+stalled or not, and one per file fetched from then on, then one line for the run. A line
+per variant on stdout, unless stdout is the report (``--json``). ``-q`` shows none of it, ``--json`` only the messages (a wait for
 another download), on stderr.
 """
 
@@ -174,21 +174,25 @@ class Shown(Messages):
 
 
 class Plain(Shown):
-    """Off a terminal: a line every few seconds while a download runs, one per file, one at the end."""
+    """Off a terminal: a download that lasts past :data:`INTERVAL` says how far it is every
+    :data:`INTERVAL` seconds, stalled or not, then at each file it fetches, and once at the
+    end; a shorter one prints nothing here (its variant lines say what it did)."""
 
     def __init__(self, variant_lines: bool) -> None:
         super().__init__(variant_lines)
         self.said = time.monotonic()
+        self.talking = False  # once the download has lasted past INTERVAL
         self.writing = threading.Lock()
 
     def say(self, text: str) -> None:
         with self.writing:
-            self.said = time.monotonic()
+            self.said, self.talking = time.monotonic(), True
             click.echo(f"kernels: {text}", err=True)
 
     @contextmanager
     def fetching(self) -> Iterator[None]:
         stop = threading.Event()
+        self.said = time.monotonic()
 
         def tick() -> None:
             while not stop.wait(max(0.5, self.said + INTERVAL - time.monotonic())):
@@ -202,11 +206,13 @@ class Plain(Shown):
         finally:
             stop.set()
             ticker.join()
-        self.finished()
+        if self.talking:
+            self.finished()
 
     def file_done(self, task: VariantTask, path: str, size: int) -> None:
         super().file_done(task, path, size)
-        self.say(f"{self.meter.status()}; {task.label} {path} ({human_bytes(size)})")
+        if self.talking:
+            self.say(f"{self.meter.status()}; {task.label} {path} ({human_bytes(size)})")
 
 
 class Bar(Shown):

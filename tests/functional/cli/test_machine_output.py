@@ -460,8 +460,7 @@ def test_progress_bar_only_on_a_terminal(hub_env, project, tmp_path) -> None:
 
     plain = piped("download", str(project), HF_HUB_CACHE=str(tmp_path / "other-cache"))
     assert plain.returncode == 0
-    assert "\r" not in plain.stdout + plain.stderr and "|" not in plain.stderr  # lines, no bar
-    assert all(line.startswith("kernels: ") for line in plain.stderr.splitlines()), plain.stderr
+    assert plain.stderr == ""  # a download of a moment: its variant lines say it all
     assert f"kernels-test/flash {CPU_VARIANT}: downloaded" in plain.stdout
 
     quiet_status, quiet_shown = on_terminal("download", "-q", str(project), HF_HUB_CACHE=str(tmp_path / "third-cache"))
@@ -492,7 +491,9 @@ def test_a_slow_download_in_a_pipe_says_how_far_it_is_every_few_seconds(hub_env,
     assert percents == sorted(percents) and percents[-1] == 100 and percents[0] < 50, lines
     periodic = [m for m in status if m[5] is None]
     assert len(periodic) >= 2 and periodic[0][3] != periodic[-1][3], lines  # while the shared object drips in
-    assert len([m for m in status if m[5]]) == files  # a line per file fetched
+    # A line per file fetched once the download lasts: the shared object, after the small files.
+    per_file = [m[5] for m in status if m[5]]
+    assert len(per_file) == 1 and re.fullmatch(rf"; kernels-test/progress-slow {CPU_VARIANT} \S+\.so \(7\.0 kB\)", per_file[0])
     assert re.fullmatch(rf"kernels: downloaded {total / 1000:.1f} kB \({files} files\) in \d+s, [\d.]+ k?B/s", lines[-1])
 
 
