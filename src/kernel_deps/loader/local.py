@@ -17,7 +17,7 @@ no ``commit``, the build folder as ``path`` and its ``variant`` (None for a fold
 one build and not named as a variant).
 
 ``LOCAL_KERNELS`` itself is parsed by :func:`kernel_deps.core.settings.local_overrides` (``kernels
-verify`` reads it too). Imports ``errors``, ``system``, ``variants``, ``settings``.
+verify`` reads it too). Imports ``errors``, ``system``, ``variants``, ``settings``, ``origin``.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from kernel_deps.core.errors import KernelImportError, UsageError
 from kernel_deps.core.settings import BUILD_DIR, LOCAL_KERNELS_ENV
 from kernel_deps.core.system import SystemInfo
 from kernel_deps.core.variants import is_valid_variant_name, select_variant
+from kernel_deps.loader.origin import LOCAL, KernelOrigin
 
 _MODULE_PREFIX = "_kernel_deps_local"
-LOCAL_ORIGIN = "local"  # the lock_origin of a local build's __kernel_origin__: no lock involved
 
 
 class LocalKernelWarning(UserWarning):
@@ -95,11 +95,9 @@ def import_local_kernel(
     module = sys.modules.get(name)
     if module is not None:
         return module
-    from kernel_deps.loader.api import KernelOrigin
-
     variant = folder.name if folder != Path(path) or is_valid_variant_name(folder.name) else None
     way = LOCAL_KERNELS_ENV if from_override else "get_local_kernel"
-    origin = KernelOrigin(label, None, variant, folder, LOCAL_ORIGIN, way)
+    origin = KernelOrigin(label, None, variant, folder, LOCAL, way)
     spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(init.parent)])
     if spec is None or spec.loader is None:
         raise KernelImportError(f"cannot import {init}", subject=label)
@@ -159,7 +157,6 @@ def _warn_every_time(message: str, stacklevel: int) -> None:
 
 
 __all__ = [
-    "LOCAL_ORIGIN",
     "LocalKernelError",
     "LocalKernelWarning",
     "import_local_kernel",

@@ -18,7 +18,7 @@ from kernel_deps.commands.download import download_project
 from kernel_deps.core.errors import ResolutionError, UsageError
 from kernel_deps.lock.read import read_lock
 from kernel_deps.loader import api as loader
-from kernel_deps.loader.api import KernelOrigin
+from kernel_deps.loader.origin import KernelOrigin
 from kernel_deps.loader.local import LocalKernelError, LocalKernelWarning
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
