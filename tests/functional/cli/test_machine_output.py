@@ -471,7 +471,7 @@ def test_progress_bar_only_on_a_terminal(hub_env, project, tmp_path) -> None:
 
 def test_a_slow_download_in_a_pipe_says_how_far_it_is_every_few_seconds(hub_env, proxy, tmp_path) -> None:
     # A CI log: one shared object dripping in for several seconds, stderr a pipe.
-    hub_env.add_repo(KernelRepo("kernels-test/progress-slow", (Release("1.0.0", variants=(CPU_VARIANT,), lfs_size=7000),)))
+    hub_env.add_repo(KernelRepo("kernels-test/progress-slow", (Release("1.0.0", variants=(CPU_VARIANT,), lfs_size=9000),)))
     project = write_project(tmp_path / "app", {"kernels-test/progress-slow": ">=1"}, locked=True)
     proxy.drip = 0.001
     proxy.only_paths = lambda path: path.endswith(".so")
@@ -481,7 +481,7 @@ def test_a_slow_download_in_a_pipe_says_how_far_it_is_every_few_seconds(hub_env,
     fetched = re.search(rf"kernels-test/progress-slow {CPU_VARIANT}: downloaded (\d+) files \(([\d,]+) bytes\)", shown.stdout)
     assert fetched, shown.stdout
     files, total = int(fetched[1]), int(fetched[2].replace(",", ""))
-    assert 7000 < total < 100_000
+    assert 9000 < total < 100_000
     lines = shown.stderr.splitlines()
     status = [re.fullmatch(r"kernels: ([\d.]+ k?B) of ([\d.]+ kB) \((\d+)%\), [\d.]+ k?B/s(, [\dhm]+s? left)?(; .*)?", line)
               for line in lines[:-1]]  # fmt: skip
@@ -493,7 +493,7 @@ def test_a_slow_download_in_a_pipe_says_how_far_it_is_every_few_seconds(hub_env,
     assert len(periodic) >= 2 and periodic[0][3] != periodic[-1][3], lines  # while the shared object drips in
     # A line per file fetched once the download lasts: the shared object, after the small files.
     per_file = [m[5] for m in status if m[5]]
-    assert len(per_file) == 1 and re.fullmatch(rf"; kernels-test/progress-slow {CPU_VARIANT} \S+\.so \(7\.0 kB\)", per_file[0])
+    assert len(per_file) == 1 and re.fullmatch(rf"; kernels-test/progress-slow {CPU_VARIANT} \S+\.so \(9\.0 kB\)", per_file[0])
     assert re.fullmatch(rf"kernels: downloaded {total / 1000:.1f} kB \({files} files\) in \d+s, [\d.]+ k?B/s", lines[-1])
 
 
