@@ -37,7 +37,7 @@ def download(
     from kernel_deps.cli.progress import download_progress
     from kernel_deps.commands.download import download_project
 
-    progress = download_progress(is_quiet(), lines=not as_json)
+    progress = download_progress(is_quiet(), as_json=as_json)
     report = download_project(
         project_dir, all_variants=all_variants, variants=variants, targets=targets, all_targets=all_targets,
         progress=progress, into=into,

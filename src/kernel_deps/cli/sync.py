@@ -56,7 +56,7 @@ def sync(
         require_lock(project_dir)
     report = sync_project(
         project_dir, locked=locked, frozen=frozen, targets=targets, all_targets=all_targets, into=into,
-        progress=download_progress(is_quiet(), lines=not as_json), notice=notice(),
+        progress=download_progress(is_quiet(), as_json=as_json), notice=notice(),
         on_locked=None if as_json or is_quiet() else _echo_changes,  # before the downloads they cause
     )  # fmt: skip
     for line in report.download.warnings if report.download is not None else ():  # --frozen: said, not refused

@@ -41,7 +41,7 @@ def to_wheel(
     from kernel_deps.cli.progress import download_progress
     from kernel_deps.commands.to_wheel import wheels_from_kernel, wheels_from_project
 
-    progress = download_progress(is_quiet(), lines=False)
+    progress = download_progress(is_quiet(), as_json=as_json, lines=False)
     source = str(source)
     if "@" not in source and source.count("/") == 1 and not Path(source).exists():
         raise UsageError(f"{source} is no project folder; to package a kernel from the Hub, give its revision: "

@@ -6,8 +6,10 @@ present and verified exactly as ``kernels download`` does (:func:`download_lock`
 one wheel is written from the verified files only, each file read once and checked
 against the hash the variant check found for it. The wheel's name, version, tags and
 ``.dist-info/kernel_deps.json`` follow :mod:`kernel_deps.core.wheels`; the same lock gives
-the same bytes. ``requirements.txt`` pins every wheel written by version and SHA-256, for
-``pip install --require-hashes --no-deps -r requirements.txt``; with several targets,
+the same bytes. ``requirements.txt`` pins every wheel written by version and SHA-256 and finds them in its
+own folder (``--find-links .``, which pip reads relative to the file), for
+``pip install --no-deps --no-index -r DIR/requirements.txt`` from anywhere, or with
+``--index-url`` in place of ``--no-index`` once the wheels are on an index; with several targets,
 ``requirements-<target>.txt`` does so per target. ``pylock.toml`` (``pylock.<target>.toml``)
 locks the same wheels by the same hashes as PEP 751 has it (:mod:`kernel_deps.core.pylock`),
 for pip and uv.
@@ -252,10 +254,14 @@ def write_wheels(
 
 
 def requirements_text(wheels: Sequence[WrittenWheel], target: str | None, name: str = REQUIREMENTS_NAME) -> str:
-    """A pip requirements file pinning each wheel by version and SHA-256, sorted by name."""
+    """A pip requirements file pinning each wheel by version and SHA-256, sorted by name, the
+    wheels found beside it: pip reads a relative ``--find-links`` from the file's folder."""
     lines = [
         wheelfolder.header_line(target),  # how a later run knows the file for its own
-        f"# pip install --require-hashes --no-deps -r {name} (torch comes from your own index or image)",
+        f"# The wheels beside this file: pip install --no-deps --no-index -r {name}",
+        f"# The same wheels on an index: pip install --no-deps --index-url URL -r {name}",
+        "# (torch comes from your own index or image; each wheel is checked against its hash)",
+        "--find-links .",
     ]
     for wheel in sorted(wheels, key=lambda w: w.spec.distribution):
         lines.append(f"{wheel.spec.distribution}=={wheel.spec.version} \\\n    --hash=sha256:{wheel.sha256}")

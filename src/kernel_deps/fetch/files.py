@@ -193,6 +193,7 @@ def _fetch_blobs(
         if entry.content_hash not in blobs and not cache.blob_is_valid(repo, entry.content_hash):
             blobs[entry.content_hash] = (rel, entry)
     fetched = list(blobs.values())
+    progress.expect(task, len(fetched), sum(entry.size - _resumable(repo, entry) for _, entry in fetched))
     futures = [pool.submit(_fetch_file, task, hub, repo, entry, rel, progress) for rel, entry in fetched]
     try:
         results = [future.result() for future in futures]
@@ -206,6 +207,15 @@ def _fetch_blobs(
         wait(futures)
         raise
     return len(fetched), sum(results)
+
+
+def _resumable(repo: Path, entry: TreeFile) -> int:
+    """The bytes of ``entry`` an interrupted run left in its partial file, which are not fetched again."""
+    try:
+        size = cache.partial_path(repo, entry.content_hash).stat().st_size
+    except OSError:
+        return 0
+    return size if size <= entry.size else 0
 
 
 @contextmanager
@@ -269,6 +279,7 @@ def _fetch_file(task: VariantTask, hub: HubClient, repo: Path, entry: TreeFile, 
                 size = partial.stat().st_size
                 if got == entry.content_hash and size == entry.size:
                     cache.place_blob(repo, partial, entry.content_hash)
+                    progress.file_done(task, rel, entry.size)
                     return received
             raise DownloadVerificationError(
                 f"{rel} does not match the Hub's listing (Expected {kind} {entry.content_hash}, "

@@ -98,7 +98,7 @@ def download_lock(
     files_fetched = bytes_fetched = 0
     # One time budget for the whole download. An interrupt or failure returns at once;
     # files still in flight are not waited for.
-    with hub.operation():
+    with hub.operation(), progress.fetching():
         with worker_pool(max_workers, "kernel-deps-download") as files_pool:
             with worker_pool(max(1, min(len(missing), max_workers)), "kernel-deps-variant") as variants_pool:
                 futures = [variants_pool.submit(fetch_variant, task, hub, root, files_pool, progress, policy)

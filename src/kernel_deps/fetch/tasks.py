@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -106,13 +107,32 @@ class DownloadReport(Record):
 
 
 class Progress:
-    """Receives download events; the default does nothing."""
+    """Receives download events; the default does nothing.
+
+    The events of one run: :meth:`start`, then :meth:`variant_done` for each variant found
+    in the cache; then, for each missing one, inside :meth:`fetching`, :meth:`expect` once its
+    listing is known, :meth:`add_bytes` as bytes arrive, :meth:`file_done` per file and
+    :meth:`variant_done`. A run's total is the sum of what :meth:`expect` was told, and it is
+    complete once every variant of :meth:`start` was expected or done. Events come from the
+    download's threads at once.
+    """
 
     def start(self, tasks: Sequence[VariantTask]) -> None:
         """Called once with every variant the run will make present."""
 
+    def fetching(self) -> AbstractContextManager[None]:
+        """Held while missing variants are fetched; left normally when all of them are present."""
+        return nullcontext()
+
+    def expect(self, task: VariantTask, files: int, size: int) -> None:
+        """Called when a missing variant's listing is known: the files and bytes still to fetch
+        (called again, adding to them, when the variant is fetched once more)."""
+
     def add_bytes(self, count: int) -> None:
         """Called as bytes arrive (negative when a restarted file takes bytes back)."""
+
+    def file_done(self, task: VariantTask, path: str, size: int) -> None:
+        """Called when a fetched file (``path`` inside the variant, ``size`` bytes) is verified in the cache."""
 
     def variant_done(self, task: VariantTask, *, cached: bool, files: int, size: int) -> None:
         """Called when a variant is present and verified."""

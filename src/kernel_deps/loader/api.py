@@ -38,7 +38,6 @@ from kernel_deps.core.errors import (
     LockPolicyError,
     UsageError,
 )
-from kernel_deps.core.records import Record
 from kernel_deps.trust.signers import Identity, SignaturePolicy
 from kernel_deps.core.system import SystemInfo, detect_system
 from kernel_deps.core.variants import select_variant
@@ -51,23 +50,9 @@ from kernel_deps.loader.finding import (  # packages_to_distributions: its cache
 )
 from kernel_deps.loader.judge import Judge
 from kernel_deps.loader.modules import import_variant, module_name_for
+from kernel_deps.loader.origin import KernelOrigin
 from kernel_deps.loader.unlocked import resolve_unlocked
 from kernel_deps.loader.variant import verified_variant
-
-
-class KernelOrigin(Record):
-    """What a loaded kernel module is: set as ``module.__kernel_origin__``."""
-
-    __slots__ = ("repo_id", "commit", "variant", "path", "lock_origin", "lock_path")
-    repo_id: str
-    commit: str
-    variant: str
-    path: Path
-    lock_origin: str
-    lock_path: str
-
-    def __init__(self, repo_id: str, commit: str, variant: str, path: Path, lock_origin: str, lock_path: str) -> None:
-        self._init(repo_id, commit, variant, path, lock_origin, lock_path)
 
 
 @lru_cache(maxsize=1)

@@ -10,10 +10,14 @@ a development override cannot ship by accident.
 A local folder is a kernel repo (``build/<variant>/`` or ``<variant>/`` folders, this
 machine's build chosen as for a Hub repo) or one build folder (``__init__.py`` at its top,
 or in one package folder: the older layout, whose folder ``package_name`` names).
-The import is a plain one, under a private module name unique to the folder.
+The import is a plain one, under a private module name unique to the folder. The module
+carries ``__kernel_origin__`` as a locked load's does, saying it is local: ``lock_origin``
+``"local"``, ``lock_path`` which way it came (``LOCAL_KERNELS`` or ``get_local_kernel``),
+no ``commit``, the build folder as ``path`` and its ``variant`` (None for a folder that is
+one build and not named as a variant).
 
 ``LOCAL_KERNELS`` itself is parsed by :func:`kernel_deps.core.settings.local_overrides` (``kernels
-verify`` reads it too). Imports ``errors``, ``system``, ``variants``, ``settings``.
+verify`` reads it too). Imports ``errors``, ``system``, ``variants``, ``settings``, ``origin``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from kernel_deps.core.errors import KernelImportError, UsageError
 from kernel_deps.core.settings import BUILD_DIR, LOCAL_KERNELS_ENV
 from kernel_deps.core.system import SystemInfo
 from kernel_deps.core.variants import is_valid_variant_name, select_variant
+from kernel_deps.loader.origin import LOCAL, KernelOrigin
 
 _MODULE_PREFIX = "_kernel_deps_local"
 
@@ -90,6 +95,9 @@ def import_local_kernel(
     module = sys.modules.get(name)
     if module is not None:
         return module
+    variant = folder.name if folder != Path(path) or is_valid_variant_name(folder.name) else None
+    way = LOCAL_KERNELS_ENV if from_override else "get_local_kernel"
+    origin = KernelOrigin(label, None, variant, folder, LOCAL, way)
     spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(init.parent)])
     if spec is None or spec.loader is None:
         raise KernelImportError(f"cannot import {init}", subject=label)
@@ -106,6 +114,7 @@ def import_local_kernel(
             f"the local build in {init.parent} failed to import: {type(exc).__name__}: {exc}",
             subject=label,
         ) from exc
+    module.__kernel_origin__ = origin  # as a locked load sets it, once imported
     return module
 
 

@@ -12,6 +12,7 @@ import json
 import fcntl
 import os
 import pty
+import re
 import struct
 import subprocess
 import termios
@@ -453,22 +454,53 @@ def test_quiet_still_prints_problems_and_errors(hub_env, project) -> None:
 def test_progress_bar_only_on_a_terminal(hub_env, project, tmp_path) -> None:
     status, shown = on_terminal("download", str(project))
     assert status == 0, shown
-    assert "kernels: " in shown and "B/s" in shown  # the byte counter, cleared when done
+    assert "kernels: " in shown and "B/s" in shown and "100%|" in shown  # the bar, its total known
     assert f"kernels-test/flash {CPU_VARIANT}: downloaded" in shown
+    assert re.search(r"kernels: downloaded [\d.]+ [kM]?B \(\d+ files\) in \d+s", shown)
 
     plain = piped("download", str(project), HF_HUB_CACHE=str(tmp_path / "other-cache"))
     assert plain.returncode == 0
-    assert "B/s" not in plain.stdout + plain.stderr and "\r" not in plain.stdout + plain.stderr
+    assert plain.stderr == ""  # a download of a moment: its variant lines say it all
     assert f"kernels-test/flash {CPU_VARIANT}: downloaded" in plain.stdout
 
     quiet_status, quiet_shown = on_terminal("download", "-q", str(project), HF_HUB_CACHE=str(tmp_path / "third-cache"))
     assert (quiet_status, quiet_shown) == (0, "")
+    quiet = piped("download", "-q", str(project), HF_HUB_CACHE=str(tmp_path / "fourth-cache"))
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
 
 
-def test_json_stdout_stays_json_with_a_bar_on_the_terminal(hub_env, project) -> None:
+def test_a_slow_download_in_a_pipe_says_how_far_it_is_every_few_seconds(hub_env, proxy, tmp_path) -> None:
+    # A CI log: one shared object dripping in for several seconds, stderr a pipe.
+    hub_env.add_repo(KernelRepo("kernels-test/progress-slow", (Release("1.0.0", variants=(CPU_VARIANT,), lfs_size=9000),)))
+    project = write_project(tmp_path / "app", {"kernels-test/progress-slow": ">=1"}, locked=True)
+    proxy.drip = 0.001
+    proxy.only_paths = lambda path: path.endswith(".so")
+    shown = piped("download", str(project), HF_ENDPOINT=proxy.url)
+    assert shown.returncode == 0, shown.stderr
+    assert "\r" not in shown.stderr
+    fetched = re.search(rf"kernels-test/progress-slow {CPU_VARIANT}: downloaded (\d+) files \(([\d,]+) bytes\)", shown.stdout)
+    assert fetched, shown.stdout
+    files, total = int(fetched[1]), int(fetched[2].replace(",", ""))
+    assert 9000 < total < 100_000
+    lines = shown.stderr.splitlines()
+    status = [re.fullmatch(r"kernels: ([\d.]+ k?B) of ([\d.]+ kB) \((\d+)%\), [\d.]+ k?B/s(, [\dhm]+s? left)?(; .*)?", line)
+              for line in lines[:-1]]  # fmt: skip
+    assert all(status), lines
+    assert {m[2] for m in status} == {f"{total / 1000:.1f} kB"}  # the total known from the first line on
+    percents = [int(m[3]) for m in status]
+    assert percents == sorted(percents) and percents[-1] == 100 and percents[0] < 50, lines
+    periodic = [m for m in status if m[5] is None]
+    assert len(periodic) >= 2 and periodic[0][3] != periodic[-1][3], lines  # while the shared object drips in
+    # A line per file fetched once the download lasts: the shared object, after the small files.
+    per_file = [m[5] for m in status if m[5]]
+    assert len(per_file) == 1 and re.fullmatch(rf"; kernels-test/progress-slow {CPU_VARIANT} \S+\.so \(9\.0 kB\)", per_file[0])
+    assert re.fullmatch(rf"kernels: downloaded {total / 1000:.1f} kB \({files} files\) in \d+s, [\d.]+ k?B/s", lines[-1])
+
+
+def test_json_stdout_stays_json_and_shows_no_bar_on_the_terminal(hub_env, project) -> None:
     status, shown, stdout = on_terminal("download", "--json", str(project), stdout_piped=True)
     assert status == 0, shown
-    assert "B/s" in shown and "downloaded" not in shown  # the bar only, on stderr
+    assert shown == ""  # --json: no bar, no lines
     assert validated(subprocess.CompletedProcess([], 0, stdout, ""), "download")["downloaded"] > 0
 
 

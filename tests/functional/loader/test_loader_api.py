@@ -16,7 +16,9 @@ import kernel_deps
 from kernel_deps import get_kernel, get_local_kernel, get_locked_kernel, has_kernel, load_kernel
 from kernel_deps.commands.download import download_project
 from kernel_deps.core.errors import ResolutionError, UsageError
+from kernel_deps.lock.read import read_lock
 from kernel_deps.loader import api as loader
+from kernel_deps.loader.origin import KernelOrigin
 from kernel_deps.loader.local import LocalKernelError, LocalKernelWarning
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
@@ -190,6 +192,10 @@ def test_get_local_kernel_imports_this_machines_build_with_a_warning(tmp_path) -
     # No LOCAL_KERNELS is involved: the warning does not tell the caller to unset it.
     assert str(seen[0].message).endswith("lock the kernel and load it with load_kernel before shipping")
     assert (module.__version__, module.where()) == ("dev-1", CPU_VARIANT)
+    # It says what it is as a locked load does, and that it is local: no lock, no commit.
+    assert module.__kernel_origin__ == KernelOrigin(
+        str(repo), None, CPU_VARIANT, repo / "build" / CPU_VARIANT, "local", "get_local_kernel"
+    )
     from importlib import import_module
 
     assert import_module(module.__name__ + ".layers").layer_where() == CPU_VARIANT
@@ -200,7 +206,17 @@ def test_get_local_kernel_imports_this_machines_build_with_a_warning(tmp_path) -
     older.mkdir(parents=True)
     (older / "__init__.py").write_text("__version__ = 'older'\n")
     with pytest.warns(LocalKernelWarning):
-        assert get_local_kernel(tmp_path / "older", "my_kernel").__version__ == "older"
+        older_module = get_local_kernel(tmp_path / "older", "my_kernel")
+    assert older_module.__version__ == "older"
+    assert (older_module.__kernel_origin__.variant, older_module.__kernel_origin__.path) == (
+        UNIVERSAL_VARIANT, tmp_path / "older" / "build" / UNIVERSAL_VARIANT
+    )
+    one_build = tmp_path / "one-build"
+    one_build.mkdir()
+    (one_build / "__init__.py").write_text("")
+    with pytest.warns(LocalKernelWarning):
+        origin = get_local_kernel(one_build).__kernel_origin__
+    assert (origin.variant, origin.path, origin.lock_origin) == (None, one_build, "local")  # no variant named
     with pytest.raises(LocalKernelError, match=r"no kernel build in .*empty \(no __init__.py\)"):
         (tmp_path / "empty").mkdir()
         get_local_kernel(tmp_path / "empty")
@@ -224,10 +240,17 @@ def test_local_kernels_overrides_locked_and_unlocked_loads_warning_each_time(hub
     assert f"{repo_id}: loading the local build in {local / 'build' / CPU_VARIANT}" in str(caught[0].message)
     assert str(caught[0].message).endswith("unset LOCAL_KERNELS before shipping ('kernels verify' fails while it is set)")
     assert has_kernel(repo_id, version=1, trust_remote_code=True) is True
+    assert {m.__kernel_origin__ for m in loads} == {
+        KernelOrigin(repo_id, None, CPU_VARIANT, local / "build" / CPU_VARIANT, "local", "LOCAL_KERNELS")
+    }
 
     monkeypatch.delenv("LOCAL_KERNELS")
     locked = load_kernel(repo_id, lockfile=project / "kernels.lock")
     assert locked.__version__ == "1.0.0" and locked.__kernel_origin__.variant == CPU_VARIANT
+    # The same record, the lock's where the local one says "local".
+    origin = locked.__kernel_origin__
+    assert type(origin) is KernelOrigin and (origin.repo_id, origin.lock_origin) == (repo_id, "argument")
+    assert origin.commit == read_lock(project / "kernels.lock", purpose="use").lock.get(repo_id).sha
 
 
 @pytest.mark.parametrize(

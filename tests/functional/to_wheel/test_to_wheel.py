@@ -31,7 +31,7 @@ from kernel_deps.lock.read import read_lock
 from tests.fixtures.builder import UNIVERSAL_VARIANT, KernelRepo, Release
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.img2gray_kernel import REPO_ID, cpu_variant_name
-from tests.fixtures.package_index import PackageIndex, pip_install
+from tests.fixtures.package_index import PackageIndex, pip_env, pip_install
 from tests.fixtures.projects import write_project
 from tests.fixtures.schemas import validated
 
@@ -121,8 +121,27 @@ def test_the_bytecode_pip_compiled_beside_the_installed_wheel_is_never_run(insta
     assert "matches the pure torch reference" in result.stdout
 
 
-def test_the_installed_wheel_is_importable_as_a_plain_package(installed, tmp_path) -> None:
+def test_the_installed_wheel_is_importable_as_a_plain_package(installed, app_wheels, tmp_path) -> None:
     _, target = installed
+    # The install line requirements.txt carries for its wheels, run as written from another
+    # folder into a fresh environment, offline: the file finds the wheels in its own folder.
+    _, wheels = app_wheels
+    requirements = wheels / "requirements.txt"
+    written = [line for line in requirements.read_text().splitlines() if line.startswith("# The wheels beside this file: ")]
+    command = written[0].split(": ", 1)[1].split()
+    assert command[:2] == ["pip", "install"] and command[-2:] == ["-r", "requirements.txt"], written
+    venv, elsewhere = tmp_path / "fresh-venv", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)]).returncode == 0
+    python = venv / "bin" / "python"
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), *command[1:-1], str(requirements)],
+                         cwd=elsewhere, env=pip_env(tmp_path / "fresh-pip-home"), capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    assert f"Looking in links: {wheels}" in pip.stdout, pip.stdout
+    probe = "import importlib.metadata as m; print(m.version('kernels-test-img2gray-o2'))"
+    version = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=elsewhere)
+    assert version.stdout.startswith("1.1.0+"), version.stdout + version.stderr
     probe = (
         f"import torch, {IMPORT_NAME} as k; from tests.fixtures.img2gray_kernel import reference_img2gray; "
         "x = torch.randint(0, 256, (5, 7, 3), dtype=torch.uint8); "
