@@ -24,7 +24,7 @@ from kernel_deps.resolve.candidates import Candidate, version_name
 from kernel_deps.resolve.resolver import resolve
 
 
-SCHEMA_VERSION = 1  # of docs/schemas/outdated.schema.json; see docs/ci.md
+SCHEMA_VERSION = 2  # of docs/schemas/outdated.schema.json; see docs/ci.md
 
 
 class KernelDrift(Record):
@@ -91,7 +91,7 @@ class OutdatedReport(Record):
     def to_json(self) -> dict:
         """The report as docs/schemas/outdated.schema.json describes it."""
         kernels = [{**k.to_dict(), "upgradable": k.upgradable, "drifted": k.drifted} for k in self.kernels]
-        return {"schema_version": SCHEMA_VERSION, "lockfile": str(self.lockfile), "drifted": self.drifted, "kernels": kernels}
+        return {"schema_version": SCHEMA_VERSION, "ok": not self.drifted, "lockfile": str(self.lockfile), "drifted": self.drifted, "kernels": kernels}
 
 
 def outdated_project(project_dir: Path, *, hub: HubClient | None = None) -> OutdatedReport:
