@@ -40,8 +40,9 @@ class ExportReport(Record):
 
     def to_json(self) -> dict:
         """The report as docs/schemas/export.schema.json describes it."""
-        return {"schema_version": SCHEMA_VERSION, "ok": not self.warnings, "lockfile": str(self.lockfile), "format": self.format,
-                "kernels": self.kernels, "output": str(self.output) if self.output is not None else None,
+        return {"schema_version": SCHEMA_VERSION, "ok": not self.warnings, "lockfile": str(self.lockfile),
+                "format": self.format, "kernels": self.kernels,
+                "output": str(self.output) if self.output is not None else None,
                 "text": self.text if self.output is None else None, "warnings": list(self.warnings)}  # fmt: skip
 
     def __init__(self, lockfile: Path, format: str, text: str, kernels: int, output: Path | None,

@@ -114,7 +114,8 @@ class OutdatedReport(Record):
         """The report as docs/schemas/outdated.schema.json describes it."""
         kernels = [{**k.to_dict(), "held_back": [h.to_json() for h in k.held_back], "upgradable": k.upgradable,
                     "drifted": k.drifted} for k in self.kernels]  # fmt: skip
-        return {"schema_version": SCHEMA_VERSION, "ok": not self.drifted, "lockfile": str(self.lockfile), "drifted": self.drifted, "kernels": kernels}
+        return {"schema_version": SCHEMA_VERSION, "ok": not self.drifted, "lockfile": str(self.lockfile),
+                "drifted": self.drifted, "kernels": kernels}
 
 
 def outdated_project(project_dir: Path, *, hub: HubClient | None = None) -> OutdatedReport:
