@@ -228,6 +228,9 @@ def place_subset(
     for rel, kind in sorted(placing.items()):  # nothing placed through a link, nor over what is not its own
         _check_place(folder, rel, kind, earlier)
     removed: list[Path] = []
+    made = _missing_folders(folder)  # the folders this run makes: none is left empty if it stops
+    staging = {rel for rel, kind in placing.items() if kind == "staging"}
+    done = False
     try:
         folder.mkdir(parents=True, exist_ok=True)
         ownedfs.write_record(folder, RECORD_NAME, _RECORD_KEY, earlier | set(placing))  # before anything is placed
@@ -237,22 +240,61 @@ def place_subset(
             for rel, content_hash in variant_files.items():
                 _place_blob(folder, real_variant / rel, store.blob_path(repo, content_hash))
             store.place_variant(repo, want.commit, want.variant, variant_files)
-        staging = {rel for rel, kind in placing.items() if kind == "staging"}
         removed += [folder / rel for rel in sorted(earlier - set(placing)) if _remove_placed(folder, rel)]
-        for rel in staging:  # what a killed run left there; made again by the next placing
-            _remove_placed(folder, rel)
-        ownedfs.write_record(folder, RECORD_NAME, _RECORD_KEY, set(placing) - staging)
+        done = True
     except OSError as exc:
         where = exc.filename or folder
         raise FileWriteError(f"cannot write {where} ({exc.strerror or exc})", subject=f"--into {folder}") from None
+    finally:  # also when a write fails or Ctrl-C stops the run: no staging folder, nor one made empty, stays
+        _tidy(folder, staging, set(placing) - staging if done else earlier | set(placing), [] if done else made)
     placed = tuple(store.check_variant(w.repo_id, w.commit, w.variant, w.hash, root=folder) for w in wanted)
     return SubsetReport(folder, placed, tuple(removed))
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and each folder above it that does not exist yet, innermost first."""
+    missing = []
+    while not os.path.lexists(folder) and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _tidy(folder: Path, staging: set[str], recorded: set[str], made: list[Path]) -> None:
+    """After a run, finished or not: remove the store's staging folders (what a stopped
+    placing leaves there; made again by the next) and the folders they leave empty, record
+    ``recorded``, and, when this run made ``folder`` and placed nothing in it, remove it
+    and the folders made above it."""
+    try:
+        if not folder.is_dir():
+            return
+        for rel in sorted(staging):
+            _remove_placed(folder, rel)
+            ownedfs.remove_empty_folders(folder, (folder / rel).parent)
+        with os.scandir(folder) as entries:
+            names = {entry.name for entry in entries}
+        if made and names <= {RECORD_NAME}:
+            ownedfs.remove(folder, folder / RECORD_NAME)
+            for path in made:  # innermost first; each only while empty
+                os.rmdir(path)
+            return
+        ownedfs.write_record(folder, RECORD_NAME, _RECORD_KEY, recorded)
+    except OSError:
+        pass  # tidying is best effort: the record still names what the next run may remove
 
 
 def _check_place(folder: Path, rel: str, kind: str, earlier: set[str]) -> None:
     """UsageError (LinkedPathError for a link) unless ``rel`` can be placed in ``folder``:
     no link on the way, and absent or placed there by an earlier run, still of its kind."""
     path = folder / rel
+    blocked = next((p for p in (*reversed(path.parents), path) if len(p.parts) > len(folder.parts)
+                    and os.path.lexists(p) and not os.path.islink(p) and not p.is_dir()), None)  # fmt: skip
+    if blocked is not None and blocked != path:  # a file where a folder on the way is due: --into placed none
+        raise UsageError(
+            f"{blocked} is in the way and --into did not place it",
+            subject=f"--into {folder}",
+            hint="remove it, or name another folder",
+        )
     link = ownedfs.link_on_the_way(folder, path) if folder.is_dir() else None
     if link is not None:
         raise LinkedPathError(

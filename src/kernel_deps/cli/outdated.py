@@ -42,6 +42,11 @@ def outdated(project_dir: Path, as_json: bool, quiet: bool, exit_code: bool) -> 
                     f"{colour('note:', fg='yellow')} {describe_redirects(k.redirects)}; "
                     f"kernels lock --upgrade would lock {then} in its place"
                 )
+            for held in k.held_back:  # newer in range, but refused as kernels lock would refuse it
+                click.echo(
+                    f"{colour('note:', fg='yellow')} {k.repo_id} {held.version} ({held.commit[:12]}) is held back, "
+                    f"kernels lock --upgrade would not take it: {held.reason}"
+                )
             if k.ref_moved_to:
                 changed = ", ".join(k.changed_variants) or "none"
                 click.echo(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from kernel_deps.core import atomicfile
-from kernel_deps.core.errors import PyprojectError
+from kernel_deps.core.errors import PyprojectError, ResolutionError
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import EDIT_JOURNAL_NAME, PYPROJECT_NAME
 from kernel_deps.core.spec import parse_add_argument
@@ -80,10 +80,32 @@ def add_kernel(
         chosen.append((value, "unchanged" if edited == text else "updated" if existed else "added"))
         return edited
 
-    with hub.operation():  # one time budget for the look-up and the relock
-        outcome = edit_and_relock(project_dir, edit, hub=hub, notice=notice)
+    try:
+        with hub.operation():  # one time budget for the look-up and the relock
+            outcome = edit_and_relock(project_dir, edit, hub=hub, notice=notice)
+    except ResolutionError as exc:
+        raise _asked_on_the_command_line(exc, repo_id, requirement) from None
     value, status = chosen[-1]
     return EditReport("add", repo_id, value, outcome, status)
+
+
+COMMAND_LINE = "command line"  # the requester of a conflict over what `kernels add` was given
+
+
+def _asked_on_the_command_line(exc: ResolutionError, repo_id: str, argument: str) -> ResolutionError:
+    """A conflict over the requirement ``kernels add`` was given, told as that: its cause is
+    the command line, and the hint says to relax the argument (nothing was written), not a
+    range of [tool.kernels.dependencies]; any other error as it is."""
+    asked = [c for c in exc.causes if c.required_by is None]
+    if not any(c.repo_id == repo_id for c in asked):
+        return exc
+    unchanged = "pyproject.toml and kernels.lock were not changed"
+    if all(c.repo_id == repo_id for c in asked):
+        hint = f"relax the range given to kernels add ('{argument}'); {unchanged}"
+        return ResolutionError.conflict(exc.causes, exc.offered, requester=COMMAND_LINE, hint=hint)
+    hint = (f"relax the range given to kernels add ('{argument}') or one of the others in "
+            f"[tool.kernels.dependencies]; {unchanged}")  # fmt: skip
+    return ResolutionError.conflict(exc.causes, exc.offered, requester=exc.requester, hint=hint)
 
 
 def remove_kernel(

@@ -24,7 +24,7 @@ from kernel_deps.lock.read import read_lock
 # Formats ``kernels export`` writes: name -> writer; and the kernel wheels into a pylock.toml.
 EXPORT_FORMATS = {"kernels-0.17": to_kernels017, "kernels-0.16": to_kernels016}
 PYLOCK_FORMAT = "pylock"
-SCHEMA_VERSION = 1  # of docs/schemas/export.schema.json; see docs/ci.md
+SCHEMA_VERSION = 2  # of docs/schemas/export.schema.json; see docs/ci.md
 
 
 class ExportReport(Record):
@@ -40,8 +40,9 @@ class ExportReport(Record):
 
     def to_json(self) -> dict:
         """The report as docs/schemas/export.schema.json describes it."""
-        return {"schema_version": SCHEMA_VERSION, "ok": True, "lockfile": str(self.lockfile), "format": self.format,
-                "kernels": self.kernels, "output": str(self.output) if self.output is not None else None,
+        return {"schema_version": SCHEMA_VERSION, "ok": not self.warnings, "lockfile": str(self.lockfile),
+                "format": self.format, "kernels": self.kernels,
+                "output": str(self.output) if self.output is not None else None,
                 "text": self.text if self.output is None else None, "warnings": list(self.warnings)}  # fmt: skip
 
     def __init__(self, lockfile: Path, format: str, text: str, kernels: int, output: Path | None,

@@ -36,7 +36,7 @@ from kernel_deps.core.records import Record
 from kernel_deps.core.settings import KERNEL, LOCK_NAME, REPO_TYPE_PLURALS
 from kernel_deps.lock.read import read_lock
 
-SCHEMA_VERSION = 2  # of docs/schemas/prune.schema.json; see docs/ci.md
+SCHEMA_VERSION = 3  # of docs/schemas/prune.schema.json; see docs/ci.md
 
 _LOCK_SUFFIX = ".kernel-deps.lock"
 _VARIANT_LOCK = re.compile(r"(?P<commit>[0-9a-f]{40})\.(?P<variant>.+)")
@@ -92,6 +92,7 @@ class PruneReport(Record):
         """The report as docs/schemas/prune.schema.json describes it."""
         return {
             "schema_version": SCHEMA_VERSION,
+            "ok": not self.skipped,
             "cache": str(self.cache_root),
             "lockfiles": [str(p) for p in self.lockfiles],
             "dry_run": self.dry_run,

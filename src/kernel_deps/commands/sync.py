@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from kernel_deps.lock.freshness import Problem
     from kernel_deps.hub.client import HubClient
 
-SCHEMA_VERSION = 1  # of docs/schemas/sync.schema.json; see docs/ci.md
+SCHEMA_VERSION = 2  # of docs/schemas/sync.schema.json; see docs/ci.md
 
 
 class SyncReport(Record):

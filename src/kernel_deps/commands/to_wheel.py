@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from kernel_deps.hub.client import HubClient
     from kernel_deps.hub.index import KernelIndex
 
-SCHEMA_VERSION = 3  # of docs/schemas/to-wheel.schema.json; see docs/ci.md
+SCHEMA_VERSION = 4  # of docs/schemas/to-wheel.schema.json; see docs/ci.md
 REQUIREMENTS_NAME = wheelfolder.REQUIREMENTS_NAME
 # How --all-variants reads beside the other choices of variants to-wheel offers (it has no --variant).
 _EVERY_WHEEL, _OPTIONS = "writes a wheel of every variant", ("--target", "--all-targets")
@@ -118,6 +118,7 @@ class ToWheelReport(Record):
         """The report as docs/schemas/to-wheel.schema.json describes it."""
         return {
             "schema_version": SCHEMA_VERSION,
+            "ok": not self.warnings,
             "source": self.source,
             "output": str(self.output),
             "downloaded": len(self.download.fetched),

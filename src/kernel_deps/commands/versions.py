@@ -15,7 +15,7 @@ from kernel_deps.core.versions import KernelVersion, RefKind, versions_from_refs
 from kernel_deps.hub.client import HubClient
 
 
-SCHEMA_VERSION = 1  # of docs/schemas/versions.schema.json; see docs/ci.md
+SCHEMA_VERSION = 2  # of docs/schemas/versions.schema.json; see docs/ci.md
 
 
 class ListedVersion(Record):
@@ -52,6 +52,7 @@ class VersionListing(Record):
         """The listing as docs/schemas/versions.schema.json describes it."""
         return {
             "schema_version": SCHEMA_VERSION,
+            "ok": bool(self.versions),
             "repo_id": self.repo_id,
             "repo_type": self.repo_type,
             "versions": [

@@ -41,7 +41,7 @@ class VariantOutcome(Record):
         self._init(task, cached, files, size)
 
 
-SCHEMA_VERSION = 2  # of docs/schemas/download.schema.json; see docs/ci.md
+SCHEMA_VERSION = 3  # of docs/schemas/download.schema.json; see docs/ci.md
 
 
 @replaceable  # to-wheel and sync build on one
@@ -79,11 +79,17 @@ class DownloadReport(Record):
         return [WantedVariant(o.task.kernel.repo_id, o.task.kernel.sha, o.task.variant,
                               o.task.kernel.variants[o.task.variant].hash) for o in self.outcomes]  # fmt: skip
 
+    @property
+    def ok(self) -> bool:
+        """True when the lock agrees with pyproject.toml and an ``--into`` folder checks out."""
+        return not self.warnings and (self.into is None or self.into.ok)
+
     def to_json(self) -> dict:
         """The report as docs/schemas/download.schema.json describes it."""
         into = {"into": self.into.to_json()} if self.into is not None else {}  # --into only
         return {
             "schema_version": SCHEMA_VERSION,
+            "ok": self.ok,
             "lockfile": str(self.lockfile),
             "cache": str(self.cache_root),
             "downloaded": len(self.fetched),

@@ -145,12 +145,30 @@ def _missing_revision(causes: Sequence[RequirementInformation], index: KernelInd
         if revision in {ref.name for ref in refs}:
             continue
         asker = "" if info.parent is None else f" (asked by {info.parent.repo_id} {info.parent.label})"
-        short = " (a commit is given in full, 40 hex digits)" if re.fullmatch(r"[0-9a-f]{4,39}", revision) else ""
         versions = versions_from_refs(refs)
         tags = ", ".join(v.ref.name for v in versions if not v.is_branch) or "none"
         branches = ", ".join(v.ref.name for v in versions if v.is_branch)
+        hint = None
+        if re.fullmatch(r"[0-9a-f]{4,39}", revision):  # a short commit: the full one, when a ref points at it
+            hint = _full_commit_hint(revision, refs)
         return ResolutionError(
-            f"no branch, tag or full commit '{revision}' in {requirement.repo_id}{asker}{short}; "
-            f"its versions: {tags}{f' (branches {branches})' if branches else ''}"
+            f"no branch, tag or full commit '{revision}' in {requirement.repo_id}{asker}; "
+            f"its versions: {tags}{f' (branches {branches})' if branches else ''}",
+            hint=hint,
         )
     return None
+
+
+def _full_commit_hint(prefix: str, refs) -> str:
+    """What to give instead of the short commit ``prefix``: the full commit it starts, when a
+    branch or tag the Hub lists points at one (each named), else the rule."""
+    found: dict[str, list[str]] = {}
+    for ref in refs:
+        if ref.commit.startswith(prefix):
+            found.setdefault(ref.commit, []).append(ref.name)
+    if len(found) == 1:
+        ((commit, names),) = found.items()
+        return f"give the full commit: '{prefix}' is the start of {commit} ({', '.join(sorted(names))})"
+    if found:
+        return f"give the full commit: '{prefix}' is the start of {' and of '.join(sorted(found))}"
+    return "give the full commit, 40 hex digits (no branch or tag points at one starting with it)"

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # imported when locking: verify and outdated read locks witho
     from kernel_deps.hub.index import KernelIndex
 
 
-SCHEMA_VERSION = 3  # of docs/schemas/lock.schema.json; see docs/ci.md
+SCHEMA_VERSION = 4  # of docs/schemas/lock.schema.json; see docs/ci.md
 
 
 class LockMode(Enum):
@@ -86,10 +86,16 @@ class LockReport(Record):
                    [] if uncovered is None else uncovered, targets, converted_from,
                    [] if problems is None else problems, existed)  # fmt: skip
 
+    @property
+    def ok(self) -> bool:
+        """True when kernels.lock, after this run, says what pyproject.toml asks (it did, or was written)."""
+        return self.up_to_date or self.written
+
     def to_json(self) -> dict:
         """The report as docs/schemas/lock.schema.json describes it."""
         return {
             "schema_version": SCHEMA_VERSION,
+            "ok": self.ok,
             "lockfile": str(self.path),
             "up_to_date": self.up_to_date,
             "written": self.written,

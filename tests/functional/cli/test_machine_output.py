@@ -105,7 +105,7 @@ def test_lock_download_verify_outdated_json_match_their_schemas(hub_env, project
     lock = read_lock(project / "kernels.lock", purpose="use").lock
 
     locked = validated(kernels("lock", "--json", str(project)), "lock")
-    assert locked["up_to_date"] is True and locked["written"] is False
+    assert locked["up_to_date"] is True and locked["written"] is False and locked["ok"] is True
     assert [k["repo_id"] for k in locked["kernels"]] == [k.repo_id for k in lock.kernels]
     checked = kernels("lock", "--check", "--json", str(project))
     assert checked.returncode == 0 and validated(checked, "lock")["up_to_date"] is True
@@ -114,7 +114,7 @@ def test_lock_download_verify_outdated_json_match_their_schemas(hub_env, project
     assert first.returncode == 0, first.stderr
     fetched = validated(first, "download")
     assert first.stderr == ""  # no progress lines beside the JSON off a terminal
-    assert fetched["downloaded"] == len(lock.kernels) and fetched["already_cached"] == 0
+    assert fetched["downloaded"] == len(lock.kernels) and fetched["already_cached"] == 0 and fetched["ok"] is True
     assert [(v["repo_id"], v["commit"], v["variant"], v["state"]) for v in fetched["variants"]] == [
         (k.repo_id, k.sha, CPU_VARIANT, "downloaded") for k in lock.kernels
     ]
@@ -140,10 +140,22 @@ def test_lock_download_verify_outdated_json_match_their_schemas(hub_env, project
 
     drift = kernels("outdated", "--json", str(project))
     assert drift.returncode == 0, drift.stderr
-    assert [k["repo_id"] for k in validated(drift, "outdated")["kernels"]] == [k.repo_id for k in lock.kernels]
+    drifted = validated(drift, "outdated")
+    assert [k["repo_id"] for k in drifted["kernels"]] == [k.repo_id for k in lock.kernels]
+    assert drifted["ok"] is (not drifted["drifted"]) is False  # flash = 1 is locked; v2 is out
 
     listed = validated(kernels("versions", "kernels-test/flash", "--json"), "versions")
-    assert [v["name"] for v in listed["versions"]] == ["v2", "v1"]
+    assert [v["name"] for v in listed["versions"]] == ["v2", "v1"] and listed["ok"] is True
+
+
+def test_versions_json_of_a_repo_without_versions_is_not_ok(hub_env) -> None:
+    repo_id = "kernels-test/json-untagged"
+    built = hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(CPU_VARIANT,), tagged=False),)))
+    built.git("branch", "-D", "v1")  # only main is left: no ref names a version
+    result = kernels("versions", repo_id, "--json")
+    assert result.returncode == 0, result.stderr
+    listed = validated(result, "versions")
+    assert (listed["ok"], listed["versions"]) == (False, [])
 
 
 def test_tree_json_matches_its_schema(hub_env, project) -> None:
@@ -169,7 +181,7 @@ def test_add_and_remove_json_is_the_lock_summary(hub_env, project) -> None:
     added = kernels("add", "kernels-test/rotary>=1,<2", str(project), "--json")
     assert added.returncode == 0, added.stderr
     summary = validated(added, "lock")
-    assert summary["written"] is True and any(
+    assert summary["written"] is True and summary["ok"] is True and any(
         (c["action"], c["repo_id"], c["from"]) == ("added", "kernels-test/rotary", None) for c in summary["changes"]
     )
     removed = validated(kernels("remove", "kernels-test/rotary", str(project), "--json"), "lock")
@@ -353,6 +365,11 @@ def test_a_stale_lock_check_is_json_and_exit_1(hub_env, project) -> None:
     assert stale.returncode == 1
     summary = validated(stale, "lock")
     assert summary["up_to_date"] is False and summary["written"] is False and summary["changes"]
+    assert summary["ok"] is False
+    dry = validated(kernels("lock", "--dry-run", "--json", str(project)), "lock")
+    assert (dry["ok"], dry["written"]) == (False, False)
+    written = validated(kernels("lock", "--json", str(project)), "lock")
+    assert (written["ok"], written["written"], written["up_to_date"]) == (True, True, False)
 
 
 @pytest.mark.parametrize(

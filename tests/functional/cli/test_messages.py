@@ -63,6 +63,46 @@ def test_a_revision_that_does_not_exist_is_named_as_such(project) -> None:
     assert (project / "pyproject.toml").read_text() == before
 
 
+def test_a_short_commit_says_to_give_the_full_one_naming_the_commit_it_starts(hub_env, project) -> None:
+    before = (project / "pyproject.toml").read_text(), (project / "kernels.lock").read_text()
+    full = hub_env.repos[FLASH].commits["1.1.0"]  # where branch v1 points
+    result = run_kernels("add", f"{FLASH}@{full[:10]}", str(project))
+    assert result.returncode == 1
+    assert result.stderr == (f"error: no branch, tag or full commit '{full[:10]}' in {FLASH}; its versions: none "
+                             f"(branches v2, v1); give the full commit: '{full[:10]}' is the start of {full} (v1)\n")
+    unknown = run_kernels("add", f"{FLASH}@0123456789ab", str(project))
+    assert unknown.returncode == 1 and unknown.stderr.count("\n") == 1
+    assert "give the full commit, 40 hex digits (no branch or tag points at one starting with it)" in unknown.stderr
+    assert ((project / "pyproject.toml").read_text(), (project / "kernels.lock").read_text()) == before
+    # The full commit it named is taken.
+    taken = run_kernels("add", f"{FLASH}@{full}", str(project))
+    assert taken.returncode == 0, taken.stderr
+
+
+def test_a_range_given_to_add_that_nothing_meets_is_the_command_line_s_not_pyproject_s(project) -> None:
+    from tests.fixtures.schemas import validated
+
+    before = (project / "pyproject.toml").read_text(), (project / "kernels.lock").read_text()
+    result = run_kernels("add", f"{FLASH}>=9", str(project))
+    assert result.returncode == 1
+    assert result.stderr == (
+        "error: cannot find versions that satisfy every requirement:\n"
+        f"  {FLASH} >=9 (from command line)\n"
+        f"  versions of {FLASH}: none (branches v2, v1)\n"
+        f"hint: relax the range given to kernels add ('{FLASH}>=9'); pyproject.toml and kernels.lock were not changed\n"
+    )
+    assert "[tool.kernels.dependencies]" not in result.stderr and "from project" not in result.stderr
+    payload = validated(run_kernels("add", f"{FLASH}>=9", "--json", str(project)), "error")
+    assert payload["conflict"]["requester"] == "command line"
+    assert payload["conflict"]["causes"] == [{"repo_id": FLASH, "requirement": ">=9", "required_by": None}]
+    assert ((project / "pyproject.toml").read_text(), (project / "kernels.lock").read_text()) == before
+    # The same range in pyproject.toml is pyproject's, as before.
+    write_project(project, f'"{LAYER_NORM}" = ">=0.2"\n"{FLASH}" = ">=9"')
+    locked = run_kernels("lock", str(project))
+    assert locked.returncode == 1 and f"{FLASH} >=9 (from project)" in locked.stderr
+    assert "relax one of these ranges in [tool.kernels.dependencies]" in locked.stderr
+
+
 def test_verify_with_nothing_cached_says_so_plainly(project) -> None:
     bare = run_kernels("verify", str(project))
     assert bare.returncode == 0, bare.stderr

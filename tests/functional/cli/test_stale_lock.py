@@ -97,9 +97,23 @@ def test_tree_marks_a_dependency_whose_pin_breaks_what_its_parent_requires(proje
 def test_export_json_carries_the_warning(project, tmp_path) -> None:
     declare(project, f'"{LAYER_NORM}" = ">=5"')
     payload = validated(run_kernels("export", "--json", "--format", "kernels-0.17", str(project)), "export")
-    assert payload["ok"] is True and payload["output"] is None and payload["text"]
+    assert payload["ok"] is False and payload["output"] is None and payload["text"]
     (warning,) = payload["warnings"]
     assert LAYER_NORM in warning
+
+
+@pytest.mark.parametrize(("command", "schema"), [("download", "download"), ("to-wheel", "to-wheel"),
+                                                 ("export", "export"), ("tree", "tree")])  # fmt: skip
+def test_json_of_a_stale_lock_is_not_ok_and_of_one_that_agrees_is(project, tmp_path, command, schema) -> None:
+    args = users_of_the_lock(project, tmp_path)[command]
+    agreeing = validated(run_kernels(*args, "--json"), schema)
+    assert agreeing["ok"] is True and not agreeing.get("warnings") and not agreeing.get("warning")
+    declare(project, f'"{LAYER_NORM}" = ">=5"')
+    stale = run_kernels(*args, "--json")
+    assert stale.returncode == 0, stale.stderr
+    payload = validated(stale, schema)
+    assert payload["ok"] is False
+    assert LAYER_NORM in (payload["warning"] if schema == "tree" else payload["warnings"][0])
 
 
 MISSING_LOCK = [

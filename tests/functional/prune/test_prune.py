@@ -175,6 +175,7 @@ def test_prune_skips_the_variant_a_running_download_holds_and_keeps_its_blobs(hu
         skipped = {s["path"]: s["reason"] for s in payload["skipped"]}
         running = f"a download of {unpinned[:12]} {variant} is running (it holds {lock})"
         assert skipped[str(repo / "snapshots" / unpinned)] == running
+        assert payload["ok"] is False  # something it would remove was left
         assert skipped[str(repo / "blobs")] == "the blobs no snapshot links: " + running
         assert (repo / "snapshots" / unpinned / "build" / variant).is_dir()
         assert set((repo / "blobs").iterdir()) == blobs_before and just_placed.read_bytes() == b"fresh"
@@ -184,6 +185,6 @@ def test_prune_skips_the_variant_a_running_download_holds_and_keeps_its_blobs(hu
         holder.wait(timeout=30)
     # The download has ended: the next prune takes its lock and removes what no lock pins.
     payload = validated(run_kernels("cache", "prune", "--json", str(app)), "prune")
-    assert payload["skipped"] == []
+    assert payload["skipped"] == [] and payload["ok"] is True
     assert not (repo / "snapshots" / unpinned).exists() and not just_placed.exists()
     assert run_kernels("verify", "--require-cached", str(app), env={"HF_HUB_OFFLINE": "1"}).returncode == 0

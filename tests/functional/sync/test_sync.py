@@ -114,6 +114,7 @@ def test_locked_with_a_stale_lock_exits_1_and_writes_and_fetches_nothing(hub_env
         assert not cached_variants(cache.cache_root(), first)  # nothing downloaded either
     as_json = validated(kernels("sync", "--locked", "--json", str(project)), "sync")
     assert (as_json["ok"], as_json["lock_state"], as_json["download"]) == (False, "out-of-date", None)
+    assert as_json["lock"]["ok"] is False  # the lock it judged is out of date
     # Once the lock is fresh, --locked syncs.
     assert kernels("lock", str(project)).returncode == 0
     assert kernels("sync", "--locked", str(project)).returncode == 0
@@ -153,6 +154,7 @@ def test_json_matches_its_schema_and_quiet_prints_nothing(hub_env, app) -> None:
     assert (payload["ok"], payload["lock_state"]) == (True, "created")
     assert [v["state"] for v in payload["download"]["variants"]] == ["downloaded"]
     assert payload["verify"]["ok"] and payload["into"] is None
+    assert payload["lock"]["ok"] is True and payload["download"]["ok"] is True
     quiet = kernels("sync", "-q", str(project))
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     frozen = validated(kernels("sync", "--frozen", "--json", str(project), **OFFLINE), "sync")
