@@ -44,11 +44,11 @@ def verified_variant(
                 download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [],
                               policy=judge.policy, place=judge.place)  # fmt: skip
             except (SignatureError, DigestMismatchError) as exc:
-                if not exc.refused:
-                    raise
-                from kernel_deps.trust.signatures import refusal
+                from kernel_deps.trust.signatures import CALLER_POLICY, refusal
 
-                # What the load did first, then what became of the fetched build.
+                if not exc.refused or judge.place != CALLER_POLICY:
+                    raise
+                # get_kernel's words: what the call did first, then what became of the fetched build.
                 outcome = f"{judge.outcome(kernel, variant)} (not placed in the cache)"
                 raise refusal(exc.refused, outcome=outcome, place=judge.place) from None
             check = _check(kernel, variant, expected)

@@ -11,9 +11,21 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.builder import CPU_VARIANT, RepoFileContent
-from tests.fixtures.sigstore_ca import LocalSigstore
-from tests.unit.trust.test_signatures import MAIN, WORKFLOW, add_signed
+from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, KernelRepo, Release, RepoFileContent
+from tests.fixtures.sigstore_ca import Identity, LocalSigstore
+
+WORKFLOW = ".github/workflows/build.yml"
+MAIN = "refs/heads/main"
+
+
+def add_signed(hub_env, name: str, sigstore: LocalSigstore | None, **release) -> str:
+    """Serve ``kernels-test/<name>``, its builds with a digest and (with ``sigstore``) signed by its own workflow."""
+    repo_id = f"kernels-test/{name}"
+    if sigstore is not None:
+        release["sign"] = lambda data, variant: sigstore.sign(data, Identity(repo_id))
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(CPU_VARIANT, CUDA_VARIANT), digest="sha256",
+                                                  **release),)))  # fmt: skip
+    return repo_id
 
 
 def swap_library(variant: str, files: dict) -> dict:

@@ -135,17 +135,22 @@ def test_a_signed_build_with_files_at_the_edges_locks_downloads_and_verifies(hub
     verified; the digest it carries is the one that library computes over its files."""
     from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release, variant_files
     from tests.fixtures.cli import run_kernels
+    from tests.fixtures.projects import write_project
     from tests.fixtures.sigstore_ca import Identity, LocalSigstore
-    from tests.unit.trust.test_signatures import project_for, signed
 
     sigstore = LocalSigstore("edges")
     repo_id = "kernels-test/digest-edges"
     edges = ((".pyc", b"a file named .pyc"), ("layers/.pyc", b"nested"), ("ops/__pycache__", b"a file"),
              ("layers/__pycache__", b"nested file"))  # fmt: skip
     release = Release("1.0.0", variants=(CPU_VARIANT,), extra_files=edges, digest="sha256",
-                      sign=signed(sigstore, Identity(repo_id)))  # fmt: skip
+                      sign=lambda data, variant: sigstore.sign(data, Identity(repo_id)))  # fmt: skip
     hub_env.add_repo(KernelRepo(repo_id, (release,)))
-    project = project_for(tmp_path, sigstore, f'"{repo_id}" = ">=1"\n', require=True)
+    project = tmp_path / "app"
+    project.mkdir()
+    sigstore.write_trusted_root(project / "trusted_root.json")
+    trust = ('[tool.kernels.trust]\npublishers = ["kernels-test"]\ntrusted-root = "trusted_root.json"\n'
+             "require-signatures = true\n\n")  # fmt: skip
+    write_project(project, f'"{repo_id}" = ">=1"\n', extra=trust, trusted=())
     for command in (("lock",), ("download", "--variant", CPU_VARIANT), ("verify",)):
         result = run_kernels(*command, str(project))
         assert result.returncode == 0, (command, result.stdout + result.stderr)
