@@ -126,7 +126,9 @@ def verify_inputs(*, online: bool) -> Mapping[str, Path]:
     return local_overrides()
 
 
-def _lock_of_pins(found: LockRead, hub: HubClient | None, policy: SignaturePolicy) -> tuple[Lockfile, HubClient]:
+def _lock_of_pins(
+    found: LockRead, hub: HubClient | None, policy: SignaturePolicy, publishers: Sequence[str]
+) -> tuple[Lockfile, HubClient]:
     """The lock of a kernels 0.17 lock's pins (:func:`kernel_deps.resolve.pinned.lock_of_pins`),
     which needs the Hub: LockfileError saying so when offline."""
     from kernel_deps.core.errors import LockfileError
@@ -140,7 +142,7 @@ def _lock_of_pins(found: LockRead, hub: HubClient | None, policy: SignaturePolic
             "run 'kernels lock' to convert it (its pins are kept)"
         )
     hub = hub or HubClient()
-    return lock_of_pins(found, hub, policy), hub
+    return lock_of_pins(found, hub, policy, publishers, doing="refusing to verify"), hub
 
 
 def verify_lock(
@@ -179,14 +181,18 @@ def verify_lock(
     policy = rules.policy
     # The one judgement of a lock against its project, whichever tool wrote it.
     problems = judge_lock(found, rules)
+    against_hub = {}  # for a kernels 0.17 lock: whether its builds were checked against the Hub
     if lock is None:  # kernels 0.17: its builds hashed from the Hub's listing at each pinned commit,
         # unless the policy already refuses it (it records no signer): then those findings are all.
         refused = any(p.kind in POLICY_KINDS for p in problems)
-        lock, hub = (Lockfile(kernels=()), hub) if refused else _lock_of_pins(found, hub, rules.policy)
+        lock, hub = (Lockfile(kernels=()), hub) if refused else _lock_of_pins(found, hub, rules.policy, rules.publishers)
+        against_hub = {"checked": not refused}
     if written_by is None:
         notices += filter(None, [unrecorded_requirements(lock)])  # an older lock: what 'kernels lock' adds
     else:
-        notices.append(Problem("foreign-lock", None, None, None, lock=str(path), written_by=written_by))
+        # A kernels 0.17 lock the policy refused was not checked against the Hub: the notice says which.
+        notices.append(Problem("foreign-lock", None, None, None, lock=str(path), written_by=written_by,
+                               **against_hub))  # fmt: skip
     problems = local_problems + problems
     cache_problems, checked = check_cache(lock, cache_root=cache_root)
     problems += cache_problems + check_signed_cache(lock, checked, policy)

@@ -107,7 +107,8 @@ def download_for_project(
             from kernel_deps.hub.client import HubClient
 
             hub = HubClient()
-        lock = lock_of_pins(found, hub, rules.policy if rules is not None else None)
+        lock = lock_of_pins(found, hub, rules.policy if rules is not None else None,
+                            rules.publishers if rules is not None else ())  # fmt: skip
         notes.append(pins_only_note(found))
     declared = rules.targets if rules is not None else ()
     choice = VariantChoice() if choice is None else choice

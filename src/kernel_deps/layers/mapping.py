@@ -76,7 +76,7 @@ def enforce_lock(
     pin, with nothing replaced.
     """
     hf = _hf_layer()
-    source = find_lock(lockfile, caller=calling_module())
+    source = find_lock(lockfile, caller=calling_module(), online=True)  # loaded as get_locked_kernel loads
     slots = list(_given_slots(mapping) if mapping is not None else _current_slots(hf))
     hub_layers = _classes(hf, _HUB_LAYERS)
     hub_funcs = _classes(hf, _HUB_FUNCS)

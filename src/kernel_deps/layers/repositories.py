@@ -35,7 +35,7 @@ class _LockedRepository:
 
     def __init__(self, repo_id: str, name: str, lockfile: str | os.PathLike[str] | None, source: LockSource | None):
         if source is None:
-            source = find_lock(lockfile, caller=calling_module())
+            source = find_lock(lockfile, caller=calling_module(), online=True)  # it loads as get_locked_kernel
         kernel = source.lock.get(repo_id)
         if kernel is None:
             from kernel_deps.loader.api import not_locked

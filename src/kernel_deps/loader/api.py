@@ -89,7 +89,8 @@ def _load_locked(
     override = _override(repo_id, system, stacklevel=4)  # the caller of load_kernel / get_locked_kernel
     if override is not None:
         return override
-    source = find_lock(lockfile, caller=calling_module())
+    # A kernels 0.17 lock is checked against the Hub only by a load that may download.
+    source = find_lock(lockfile, caller=calling_module(), online=allow_download)
     return _load(repo_id, source, allow_download=allow_download, system=system)
 
 

@@ -5,6 +5,14 @@ the installed distribution of the package that called the loader; the ``kernels.
 of the project around the working directory, found as every command finds its project
 (:func:`kernel_deps.project.discovery.find_project`: the walk stops at the first project). A lock with a project beside it
 is judged as every command judges one (:func:`kernel_deps.lock.freshness.judge_for_use`).
+
+A Hugging Face ``kernels`` 0.17 lock pins commits and no variant hashes, so nothing in it
+proves a cached file: a load that may use the Hub (``get_locked_kernel``) builds the lock
+its pins stand for from the Hub's listing at each commit, as ``kernels download`` does
+(:func:`kernel_deps.resolve.pinned.lock_of_pins`: hashes, digests, signatures, publishers),
+once per change of the file or its project; one that may not (``load_kernel``, or offline) is
+refused, saying how to convert it. The cache cannot stand in for the listing: whoever can
+write the cache can write any manifest in it.
 """
 
 from __future__ import annotations
@@ -14,13 +22,18 @@ import os
 import sys
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kernel_deps.core.errors import LockNotFoundError
+from kernel_deps.core.errors import LockfileError, LockNotFoundError
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.trust.signers import SignaturePolicy
 from kernel_deps.lock.model import Lockfile
 from kernel_deps.lock.read import parse_lock, read_lock
+
+if TYPE_CHECKING:
+    from kernel_deps.lock.freshness import ProjectRules
+    from kernel_deps.lock.read import LockRead
 
 _OWN_PACKAGE = __name__.split(".")[0]
 
@@ -48,21 +61,24 @@ class StaleLockWarning(UserWarning):
     """A lock is loaded from as it is though it no longer agrees with its project's pyproject.toml."""
 
 
-def find_lock(lockfile: str | os.PathLike[str] | None = None, *, caller: str | None = None) -> LockSource:
-    """The lock to enforce, searched in the documented order."""
+def find_lock(
+    lockfile: str | os.PathLike[str] | None = None, *, caller: str | None = None, online: bool = False
+) -> LockSource:
+    """The lock to enforce, searched in the documented order; ``online``: a kernels 0.17 lock
+    may be checked against the Hub (else it is refused, LockfileError)."""
     if lockfile is not None:
-        return _judged(Path(lockfile), "argument", str(lockfile))
+        return _judged(Path(lockfile), "argument", str(lockfile), online)
     from_env = os.environ.get("KERNELS_LOCKFILE")
     if from_env:
-        return _judged(Path(from_env), "KERNELS_LOCKFILE", from_env)
+        return _judged(Path(from_env), "KERNELS_LOCKFILE", from_env, online)
     caller = caller if caller is not None else calling_module()
     embedded = _embedded_lock(caller) if caller else None
     if embedded is not None:
         return embedded
-    return _project_lock(Path.cwd(), caller)
+    return _project_lock(Path.cwd(), caller, online)
 
 
-def _project_lock(start: Path, caller: str | None) -> LockSource:
+def _project_lock(start: Path, caller: str | None, online: bool = False) -> LockSource:
     """The lock of the project around ``start``, found as every project command finds its
     project (:func:`kernel_deps.project.discovery.find_project`): that folder is the project,
     so the walk stops there, lock or none."""
@@ -81,15 +97,16 @@ def _project_lock(start: Path, caller: str | None) -> LockSource:
             f"run 'kernels lock' in {folder}, or pass lockfile= or set KERNELS_LOCKFILE"
         )
     # One that is no file is named in the error.
-    return _judged(candidate, "project", str(candidate))
+    return _judged(candidate, "project", str(candidate), online)
 
 
-# Lock path -> ((its text, pyproject.toml's stat), the policy judged with it): judged again only
+# Lock path -> ((its text, pyproject.toml's stat), the policy judged with it, the declared repo
+# ids, and for a kernels 0.17 lock the lock its pins stand for once built): judged again only
 # when either changes.
-_judgements: dict[Path, tuple[tuple, SignaturePolicy | None, frozenset[str]]] = {}
+_judgements: dict[Path, tuple[tuple, SignaturePolicy | None, frozenset[str], Lockfile | None]] = {}
 
 
-def _judged(path: Path, origin: str, shown: str) -> LockSource:
+def _judged(path: Path, origin: str, shown: str, online: bool = False) -> LockSource:
     """The lock at ``path``, judged against the ``pyproject.toml`` beside it (when there is one)
     as every command judges a lock (:func:`kernel_deps.lock.freshness.judge_lock`): what the
     project's policy asks and the lock cannot show is refused (LockPolicyError), a lock that no
@@ -103,13 +120,40 @@ def _judged(path: Path, origin: str, shown: str) -> LockSource:
 
         rules = read_rules(project_dir)
         warning = judge_for_use(found, rules, shown, "refusing to load from it")
+        pinned = _lock_of_pins(found, rules, shown, online) if found.lock is None else None
         if warning is not None:
             import warnings
 
             warnings.warn(warning, StaleLockWarning, stacklevel=5)  # once per change of either file
         declared = frozenset(r.repo_id for r in rules.requirements) if rules is not None else frozenset()
-        known = _judgements[path] = (key, rules.policy if rules is not None else None, declared)
-    return LockSource(found.lock, origin, shown, known[1], known[2])
+        known = _judgements[path] = (key, rules.policy if rules is not None else None, declared, pinned)
+    # A kernels 0.17 lock's: built from the Hub's listings in this process, so a later load that
+    # may not use the network takes it too (nothing on disk stands in for them).
+    lock = found.lock if found.lock is not None else known[3]
+    assert lock is not None
+    return LockSource(lock, origin, shown, known[1], known[2])
+
+
+def _lock_of_pins(found: LockRead, rules: ProjectRules | None, shown: str, online: bool) -> Lockfile:
+    """The lock a kernels 0.17 lock's pins stand for, from the Hub (:mod:`kernel_deps.resolve.pinned`),
+    for a load that may use it; LockfileError saying how to convert it otherwise."""
+    from kernel_deps.core.settings import is_offline, offline_env
+
+    if not online or is_offline():
+        why = (f"and {offline_env()} is set" if online else "and load_kernel never uses the network")
+        raise LockfileError(
+            f"written by {found.written_by}, which records commits but no variant hashes, so the cached files can be "
+            f"checked against it only with the Hub's listings, {why}",
+            subject=shown,
+            hint=("run 'kernels lock' to convert it (its pins are kept)" if online else
+                  "run 'kernels lock' to convert it (its pins are kept), or load with get_locked_kernel, which "
+                  "checks each build against the Hub's listing"),
+        )  # fmt: skip
+    from kernel_deps.hub.client import HubClient
+    from kernel_deps.resolve.pinned import lock_of_pins
+
+    return lock_of_pins(found, HubClient(), rules.policy if rules is not None else None,
+                        rules.publishers if rules is not None else (), doing="refusing to load")  # fmt: skip
 
 
 def _stat_key(path: Path) -> tuple[int, int] | None:
@@ -159,6 +203,6 @@ def _embedded_lock(module_name: str) -> LockSource | None:
         text = dist.read_text(LOCK_NAME) or dist.read_text(f"extra_metadata/{LOCK_NAME}")
         if text is not None:
             source = f"{dist_name} {dist.version} (installed distribution)"
-            lock = parse_lock(text, source=f"{dist_name}:{LOCK_NAME}", purpose="load").lock
+            lock = parse_lock(text, source=f"{dist_name}:{LOCK_NAME}", purpose="use").lock
             return LockSource(lock, f"distribution {dist_name}", source)
     return None

@@ -51,4 +51,13 @@ class Judge(Record):
                 "check the cache's permissions, or run 'kernels download' to repair it"
             ) from None
         if refused:
-            raise refusal(refused, outcome=f"refusing to load {kernel.repo_id} {variant}", place=self.place)
+            raise refusal(refused, outcome=self.outcome(kernel, variant), place=self.place)
+
+    def outcome(self, kernel: LockedKernel, variant: str) -> str:
+        """What the load did, in a refusal's words: the call and its argument when the caller passed the policy."""
+        from kernel_deps.trust.signatures import CALLER_POLICY
+
+        if self.place == CALLER_POLICY:  # only get_kernel passes one
+            return (f"get_kernel({kernel.repo_id!r}) refused to load {kernel.repo_id} {variant} under its "
+                    "signature_policy argument")  # fmt: skip
+        return f"refusing to load {kernel.repo_id} {variant}"

@@ -75,7 +75,9 @@ def resolve_unlocked(
             raise
         from kernel_deps.trust.signatures import CALLER_POLICY, refusal
 
-        raise refusal(exc.refused, outcome=f"{function}({repo_id!r}) refused", place=CALLER_POLICY) from None
+        # Nothing is written (there is no lock): the call refused to load, under the policy its caller passed.
+        outcome = f"{function}({repo_id!r}) refused to load {repo_id} under its signature_policy argument"
+        raise refusal(exc.refused, outcome=outcome, place=CALLER_POLICY) from None
     return lock, requirement
 
 

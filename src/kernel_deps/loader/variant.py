@@ -10,7 +10,13 @@ missing from the cache is taken from an installed kernel wheel of that commit an
 from __future__ import annotations
 
 from kernel_deps.cache import store as cache
-from kernel_deps.core.errors import KernelCacheReadError, KernelIntegrityError, KernelNotCachedError
+from kernel_deps.core.errors import (
+    DigestMismatchError,
+    KernelCacheReadError,
+    KernelIntegrityError,
+    KernelNotCachedError,
+    SignatureError,
+)
 from kernel_deps.core.settings import is_offline
 from kernel_deps.loader.judge import Judge
 from kernel_deps.lock.model import LockedKernel, Lockfile
@@ -34,8 +40,17 @@ def verified_variant(
 
         if not is_offline():
             # The whole lock, so the entry keeps its dependencies' entries; only this variant.
-            download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [],
-                          policy=judge.policy, place=judge.place)  # fmt: skip
+            try:
+                download_lock(lock, variants_for=lambda k: [variant] if k.repo_id == kernel.repo_id else [],
+                              policy=judge.policy, place=judge.place)  # fmt: skip
+            except (SignatureError, DigestMismatchError) as exc:
+                from kernel_deps.trust.signatures import CALLER_POLICY, refusal
+
+                if not exc.refused or judge.place != CALLER_POLICY:
+                    raise
+                # get_kernel's words: what the call did first, then what became of the fetched build.
+                outcome = f"{judge.outcome(kernel, variant)} (not placed in the cache)"
+                raise refusal(exc.refused, outcome=outcome, place=judge.place) from None
             check = _check(kernel, variant, expected)
     if not check.present:
         from kernel_deps.cache.installed import unusable_wheels

@@ -146,7 +146,11 @@ def _local_override(p: Problem, f: dict) -> str:  # variable, overrides: LOCAL_K
             f"{f['lock']}; unset {variable} to ship")  # fmt: skip
 
 
-def _foreign_lock(p: Problem, f: dict) -> str:  # lock: its path; written_by
+def _foreign_lock(p: Problem, f: dict) -> str:  # lock: its path; written_by; checked (kernels 0.17: False when refused)
+    if f["written_by"] == "Hugging Face kernels 0.17" and f.get("checked") is False:  # the policy's findings above
+        return (f"{f['lock']} was written by {f['written_by']}: it pins commits but no variant hashes and records no "
+                "signers, so the project's policy refuses it as it is and no build was checked against the Hub; "
+                "'kernels lock' converts it, keeping its pins and recording each build's signer")  # fmt: skip
     if f["written_by"] == "Hugging Face kernels 0.17":  # used as it is: see kernel_deps.resolve.pinned
         return (f"{f['lock']} was written by {f['written_by']}: it pins commits but no variant hashes, so each build "
                 "was checked against the Hub's listing at its commit, its metadata.json digest and its signature "

@@ -21,8 +21,9 @@ What a reader needs of a lock is its ``purpose``:
 - ``fetch`` (``kernels download``, ``sync``, ``verify``): as ``use``, and a kernels 0.17 lock
   as its pins (``lock`` None), whose builds are hashed from the Hub's listing at each
   pinned commit before anything is fetched (:mod:`kernel_deps.resolve.pinned`);
-- ``load`` (the loader): as ``use``; a process that loads many kernels parses a file again
-  only when it changes (size or mtime);
+- ``load`` (the loader): as ``fetch`` (the loader decides what it can do with a kernels 0.17
+  lock's pins: :mod:`kernel_deps.loader.finding`); a process that loads many kernels parses
+  a file again only when it changes (size or mtime);
 - ``lock`` (``kernels lock``: the prior pins it keeps): any format, a missing file is None;
 - ``embed`` (the build hooks: what a wheel carries): any format, as it is.
 
@@ -122,7 +123,7 @@ def read_lock(path: Path, *, purpose: Purpose) -> LockRead | None:
     """The lock at ``path``, read for ``purpose`` (see the module's docstring).
 
     LockfileError for a file that is missing (None for ``lock``), unreadable, not UTF-8,
-    not JSON, invalid in its format, or, for ``use`` and ``load``, written by kernels 0.17;
+    not JSON, invalid in its format, or, for ``use``, written by kernels 0.17;
     PendingEditError when an edit journal lies beside it.
     """
     path = Path(path)
@@ -143,7 +144,7 @@ def parse_lock(text: str, *, source: str, purpose: Purpose) -> LockRead:
         from kernel_deps.lock.formats import kernels017_named_pins  # another tool's reader, for its lock only
 
         named = kernels017_named_pins(data, source)  # an invalid file is refused first, for every purpose
-        if purpose in ("use", "load"):
+        if purpose == "use":
             raise LockfileError(
                 f"written by {WRITTEN_BY[found]}, which records commits but no variant hashes, so "
                 "nothing could be verified against it",

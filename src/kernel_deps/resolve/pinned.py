@@ -7,7 +7,9 @@ from the Hub's listing at its commit (what a download then proves every file aga
 as for any lock), each kernel's dependencies from its ``metadata.json`` ``kernel-depends``,
 and each build's digest held and its bundle verified under the
 project's policy (the default one without a project: :func:`kernel_deps.trust.signatures.sign_lock`),
-as at lock time. Nothing
+as at lock time, and each kernel's publisher judged as ``kernels lock`` judges it
+(allowed by the project's ``[tool.kernels.trust] publishers``, else trusted by the Hub;
+:func:`kernel_deps.trust.publishers.judge_publishers`), its ``trusted_by`` recorded. Nothing
 is resolved: a kernel the file pins at two commits, or a dependency it does not pin, is a
 LockfileError saying to convert it. Nothing is written.
 """
@@ -15,6 +17,7 @@ LockfileError saying to convert it. Nothing is written.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kernel_deps.core.errors import LockfileError
@@ -39,9 +42,15 @@ def pins_only_note(found: LockRead) -> str:
     )
 
 
-def lock_of_pins(found: LockRead, hub: HubClient, policy: SignaturePolicy | None) -> Lockfile:
-    """The lock of ``found``'s pins (a kernels 0.17 lock), every build hashed from the Hub's listing at its commit."""
+def lock_of_pins(
+    found: LockRead, hub: HubClient, policy: SignaturePolicy | None, publishers: Sequence[str] = (),
+    doing: str = "refusing to download",
+) -> Lockfile:
+    """The lock of ``found``'s pins (a kernels 0.17 lock), every build hashed from the Hub's listing
+    at its commit; ``publishers`` the project's allowed ones (none: the Hub must trust each), and
+    ``doing`` what the caller refuses to do, for an UntrustedPublisherError's start."""
     from kernel_deps.hub.index import KernelIndex
+    from kernel_deps.trust.publishers import judge_publishers, refusal
     from kernel_deps.trust.signatures import sign_lock
     from kernel_deps.trust.signers import SignaturePolicy
 
@@ -52,7 +61,8 @@ def lock_of_pins(found: LockRead, hub: HubClient, policy: SignaturePolicy | None
             f"{found.source}: pins {', '.join(twice)} at more than one commit (kernels 0.17 lock), so no one build "
             f"can be fetched for it; {_CONVERT}"
         )
-    with hub.operation(), KernelIndex(hub, held=found.pins) as index:
+    # The Hub is asked, in the background, about each publisher the project does not allow.
+    with hub.operation(), KernelIndex(hub, held=found.pins, publishers=tuple(publishers)) as index:
         entries = []
         for repo_id in named:
             pin = found.pins[repo_id]
@@ -75,5 +85,9 @@ def lock_of_pins(found: LockRead, hub: HubClient, policy: SignaturePolicy | None
                     kernel_depends={dep: tuple(sorted(texts)) for dep, texts in sorted(asks.items())},
                 )
             )
+        # As `kernels lock` would convert it: its publishers judged, then its builds' digests and signatures.
+        lock, untrusted = judge_publishers(Lockfile(kernels=tuple(entries)), publishers, index.publisher)
+        if untrusted:
+            raise refusal(untrusted, outcome=f"{doing} from {found.source} (a kernels 0.17 lock)")
         # No policy (a lock copied alone): the default one, as the download that follows holds it to.
-        return sign_lock(Lockfile(kernels=tuple(entries)), policy or SignaturePolicy(), index)
+        return sign_lock(lock, policy or SignaturePolicy(), index)

@@ -3,8 +3,12 @@
 ``"digest": {"algorithm": "sha256" | "sha512", "files": {"<path>": "<base64 hash>"}}``
 covers every file of the variant folder except the top-level ``metadata.json`` and
 ``metadata.json.sigstore`` (the digest sits in the first and the second signs it), every
-``__pycache__/`` folder and every ``*.pyc``; a nested ``metadata.json`` is covered. Each
-value is the standard base64 (with padding) of the file's SHA-256 or SHA-512.
+path with a part named ``__pycache__`` (a folder, or a file of that name) and every file
+whose extension is ``pyc`` (``x.pyc``, ``..pyc``; a file named ``.pyc`` alone has no
+extension and is covered); a nested ``metadata.json`` is covered. This is the rule of the
+Hugging Face library's ``Digest.hash_variant`` (kernels 0.17.2), path for path. Each value
+is the standard base64 (with padding) of the file's SHA-256 or SHA-512; keys of the
+``digest`` beyond ``algorithm`` and ``files`` are ignored, as that library ignores them.
 
 Pure: callers pass what they know of each file (its bytes' hash, or only that it exists),
 and get every mismatch back at once (:func:`compare`).
@@ -13,7 +17,7 @@ and get every mismatch back at once (:func:`compare`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from kernel_deps.core.records import Record
 
@@ -60,9 +64,10 @@ class Mismatch(Record):
 def is_covered(path: str) -> bool:
     """Whether the digest covers ``path`` (relative to the variant folder, POSIX)."""
     parts = path.split("/")
-    if path in (METADATA_NAME, BUNDLE_NAME) or path.endswith(".pyc"):
+    if path in (METADATA_NAME, BUNDLE_NAME) or "__pycache__" in parts:
         return False
-    return "__pycache__" not in parts[:-1]
+    # A ``pyc`` extension as a path library tells it: a name that is only ``.pyc`` has none.
+    return not (parts[-1].endswith(".pyc") and parts[-1] != ".pyc")
 
 
 def parse_digest(metadata: Mapping[str, object]) -> Digest | None:
@@ -70,7 +75,7 @@ def parse_digest(metadata: Mapping[str, object]) -> Digest | None:
     if "digest" not in metadata:
         return None
     raw = metadata["digest"]
-    if not isinstance(raw, dict) or set(raw) != {"algorithm", "files"}:
+    if not isinstance(raw, dict) or not {"algorithm", "files"} <= raw.keys():
         raise InvalidDigest('expected "digest": {"algorithm": "sha256" or "sha512", "files": {path: base64 hash}}')
     algorithm, files = raw["algorithm"], raw["files"]
     if algorithm not in ALGORITHMS:
@@ -109,14 +114,17 @@ def from_hex(hex_digest: str) -> str:
     return base64.b64encode(bytes.fromhex(hex_digest)).decode()
 
 
-def compare(digest: Digest, found: Mapping[str, str | None]) -> list[Mismatch]:
+def compare(digest: Digest, found: Mapping[str, str | None], kept: Callable[[str], bool] | None = None) -> list[Mismatch]:
     """Every file of ``found`` (covered path -> its digest value, or None when only its
-    presence is known) against ``digest``: missing, undeclared and differing files, by path."""
+    presence is known) against ``digest``: missing, undeclared and differing files, by path.
+    ``kept`` says which paths ``found`` can hold at all (a cache keeps only the files the
+    lock's hash covers): a declared file outside it is not called missing."""
     mismatches = []
     for path in sorted(digest.files.keys() | found.keys()):
         expected, got = digest.files.get(path), found.get(path)
         if path not in found:
-            mismatches.append(Mismatch(path, expected, None))
+            if kept is None or kept(path):
+                mismatches.append(Mismatch(path, expected, None))
         elif expected is None:
             mismatches.append(Mismatch(path, None, got or "a file"))
         elif got is not None and got != expected:

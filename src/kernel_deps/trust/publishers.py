@@ -97,8 +97,9 @@ def judge_publishers(
     return (lock if found else replace(lock, kernels=tuple(entries))), found
 
 
-def refusal(untrusted: Sequence[Untrusted]) -> UntrustedPublisherError:
-    """One line naming each untrusted kernel, who asked for it, and the line to add."""
+def refusal(untrusted: Sequence[Untrusted], outcome: str = "kernels.lock not written") -> UntrustedPublisherError:
+    """One line naming each untrusted kernel, who asked for it, and the line to add; ``outcome``
+    is what the caller did not do."""
     parts = [
         f"{u.repo_id} (asked for by {', '.join(u.asked_by) or PYPROJECT_NAME}): {publisher_trust_text(u.hub_answer)}"
         for u in untrusted
@@ -106,7 +107,7 @@ def refusal(untrusted: Sequence[Untrusted]) -> UntrustedPublisherError:
     orgs = sorted({org_of(u.repo_id) for u in untrusted})
     line = "publishers = [" + ", ".join(f'"{org}"' for org in orgs) + "]"
     return UntrustedPublisherError(
-        f"kernels.lock not written: {'; '.join(parts)}; if you trust "
+        f"{outcome}: {'; '.join(parts)}; if you trust "
         f"{'this publisher' if len(orgs) == 1 else 'these publishers'}, add to {PYPROJECT_NAME}: "
         f"[tool.kernels.trust] {line} (or the repo ids alone)"
     )

@@ -17,13 +17,14 @@ place its policy is written (:func:`refusal`, :class:`PolicyPlace`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from kernel_deps.core import jsondoc
 from kernel_deps.core.errors import DigestMismatchError, SignatureError, UsageError
+from kernel_deps.core.hashing import is_hashed_path
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import BUILD_DIR, LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.trust import digests
@@ -188,12 +189,14 @@ def _digest_refusal(repo_id: str, variant: str, mismatch: digests.Mismatch) -> V
 
 
 def digest_problems(
-    metadata_bytes: bytes, files: Mapping[str, bytes | Path], known: Mapping[str, str | None] | None = None
+    metadata_bytes: bytes, files: Mapping[str, bytes | Path], known: Mapping[str, str | None] | None = None,
+    kept: Callable[[str], bool] | None = None,
 ) -> list[digests.Mismatch]:
     """Every file of a variant (relative path -> its bytes or file) against the digest its
     ``metadata.json`` bytes declare; empty when there is none. ``known`` gives a file's content
     hash already proven from its bytes (an LFS file's SHA-256 hex), which a SHA-256 digest
-    takes without reading the file again. ValueError when the digest is malformed."""
+    takes without reading the file again; ``kept`` which paths ``files`` can hold at all
+    (:func:`kernel_deps.trust.digests.compare`). ValueError when the digest is malformed."""
     try:
         parsed = jsondoc.loads(metadata_bytes)
     except jsondoc.JSONDocumentError as exc:
@@ -210,7 +213,7 @@ def digest_problems(
                 continue
             data = content if isinstance(content, bytes) else Path(content).read_bytes()
             found[path] = digests.file_digest(digest.algorithm, data)
-    return digests.compare(digest, found)
+    return digests.compare(digest, found, kept)
 
 
 def sign_lock(lock: Lockfile, policy: SignaturePolicy, index: KernelIndex) -> Lockfile:
@@ -319,7 +322,8 @@ def check_cached_variant(
                                         f"a bundle signed by {_signed_by(signer, recorded)}"))  # fmt: skip
     if metadata is not None:
         try:
-            mismatches = digest_problems(metadata, {rel: folder / rel for rel in paths}, known)
+            # A file named ``.pyc`` is in the digest but not in the lock's hash: never cached nor imported.
+            mismatches = digest_problems(metadata, {rel: folder / rel for rel in paths}, known, is_hashed_path)
         except (ValueError, digests.InvalidDigest) as exc:
             return found + [VariantRefusal(kernel.repo_id, variant, "digest", "a digest as kernel-builder writes it",
                                            str(exc))]  # fmt: skip

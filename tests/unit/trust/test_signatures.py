@@ -488,7 +488,8 @@ def test_get_kernel_holds_what_it_resolves_to_the_policy_the_caller_passes(hub_e
     with pytest.raises(SignatureError) as refused_:
         get_kernel(repo_id, version=1, backend="cpu", trust_remote_code=True, signature_policy=other)
     message = str(refused_.value)
-    assert message.startswith(f"get_kernel('{repo_id}') refused: 2 builds are not signed as signature_policy requires: ")
+    assert message.startswith(f"get_kernel('{repo_id}') refused to load {repo_id} under its signature_policy argument: "
+                              "2 builds are not signed as signature_policy requires: ")
     assert f"{repo_id} build {CPU_VARIANT}: expected a signer of signature_policy's identities: {repo_id} " in message
     assert message.endswith("; if you trust this signer, add it to signature_policy's identities")
     assert "kernels.lock" not in message and "pyproject.toml" not in message
