@@ -6,6 +6,7 @@ fails with one line. File modes are made to apply (tests/fixtures/unprivileged.p
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -156,3 +157,39 @@ def test_verify_and_sync_count_a_shared_variant_as_cached(shared, proxy, monkeyp
     assert synced.returncode == 0, synced.stderr + synced.stdout
     assert proxy.requests_matching("/resolve/") == 0
     assert _tree(folder) == before
+
+
+def test_verify_says_which_tier_each_variant_came_from(shared, proxy, monkeypatch) -> None:
+    project, folder = shared
+    monkeypatch.setenv("HF_ENDPOINT", proxy.url)
+    where_modes_apply(download_project, project, variants=[CPU_VARIANT, CUDA_VARIANT])  # CUDA into the writable cache
+    kernel = read_lock(project / "kernels.lock", purpose="use").lock.kernels[0]
+    local = cache.cache_root()
+
+    as_json = where_modes_apply(run_kernels, "verify", "--json", str(project))
+    assert as_json.returncode == 0, as_json.stdout + as_json.stderr
+    document = json.loads(as_json.stdout)
+    assert document["schema_version"] == 4
+    tiers = {entry["variant"]: (entry["tier"], entry["tier_root"]) for entry in document["verified"]}
+    assert tiers == {CPU_VARIANT: ("shared", str(folder)), CUDA_VARIANT: ("writable", str(local))}
+    assert all(Path(e["path"]).is_relative_to(e["tier_root"]) for e in document["verified"])
+
+    text = where_modes_apply(run_kernels, "verify", str(project))
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert f"  {kernel.repo_id} {CPU_VARIANT}: shared cache {folder}\n" in text.stdout
+    assert f"  {kernel.repo_id} {CUDA_VARIANT}: writable cache {local}\n" in text.stdout
+    assert "cache" not in where_modes_apply(run_kernels, "verify", "-q", str(project)).stdout
+
+
+def test_sync_into_a_folder_checks_that_folder_not_a_shared_cache_holding_the_variants(shared, proxy, tmp_path,
+                                                                                     monkeypatch) -> None:  # fmt: skip
+    project, folder = shared
+    monkeypatch.setenv("HF_ENDPOINT", proxy.url)
+    assert run_kernels("download", str(project), "--variant", CPU_VARIANT, env={"KERNELS_CACHE_SHARED": None}).returncode == 0
+    into = tmp_path / "image-layer"  # built from the writable cache, which holds the variant too
+    result = where_modes_apply(run_kernels, "sync", str(project), "--json", "--target", CPU_VARIANT, "--into", str(into))
+    document = json.loads(result.stdout)
+    assert result.returncode == 0, document
+    verified = document["into_verify"]["verified"]
+    assert verified and {(e["tier"], e["tier_root"]) for e in verified} == {("writable", str(into))}
+    assert all(Path(e["path"]).is_relative_to(into) for e in verified)
