@@ -23,23 +23,23 @@ Wanted = tuple[str, str, str, str]  # repo id, commit, variant, locked hash
 
 
 def check_in_tiers(
-    wanted: Sequence[Wanted], *, root: Path | None = None
+    wanted: Sequence[Wanted], *, root: Path | None = None, shared: bool = True
 ) -> list[tuple[VariantCheck | OSError, Path]]:
     """For each wanted variant, the check of the first tier holding it intact, and that tier's
-    root: the shared caches in order, then the writable cache ``root`` (None: the cache
-    root). A variant no shared cache holds intact gets the writable cache's check (or the
-    OSError checking it there raises), whatever that finds."""
+    root: the shared caches in order (none without ``shared``), then the writable cache
+    ``root`` (None: the cache root). A variant no shared cache holds intact gets the
+    writable cache's check (or the OSError checking it there raises), whatever that finds."""
     writable = root or cache_root()
     found: list[tuple[VariantCheck | OSError, Path] | None] = [None] * len(wanted)
-    for shared in shared_cache_roots():
-        if shared == writable:
+    for shared_root in shared_cache_roots() if shared else ():
+        if shared_root == writable:
             continue
         left = [i for i, hit in enumerate(found) if hit is None]
         if not left:
             break
-        for i, check in zip(left, check_variants([wanted[i] for i in left], root=shared)):
+        for i, check in zip(left, check_variants([wanted[i] for i in left], root=shared_root)):
             if isinstance(check, VariantCheck) and check.ok:
-                found[i] = (check, shared)
+                found[i] = (check, shared_root)
     left = [i for i, hit in enumerate(found) if hit is None]
     for i, check in zip(left, check_variants([wanted[i] for i in left], root=writable)):
         found[i] = (check, writable)

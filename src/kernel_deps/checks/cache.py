@@ -57,12 +57,27 @@ def check_cache(lock: Lockfile, *, cache_root: Path | None = None) -> tuple[list
     enough to pay for threads); the problems and results come in lock order, exactly as
     checking one variant after another gives.
     """
+    problems, checked, _ = check_cache_tiers(lock, cache_root=cache_root)
+    return problems, checked
+
+
+def check_cache_tiers(
+    lock: Lockfile, *, cache_root: Path | None = None, shared: bool = True
+) -> tuple[list[Problem], list[cache.VariantCheck], dict[tuple[str, str], tuple[str, Path]]]:
+    """:func:`check_cache`, and the cache tier each checked variant was found in, by (repo id,
+    variant): ``("shared", folder)`` for a ``KERNELS_CACHE_SHARED`` folder, ``("writable",
+    root)`` for the writable cache. Without ``shared``, the cache ``cache_root`` alone is
+    checked (a folder ``--into`` built, which must hold every variant itself)."""
     hash_threads()  # a malformed KERNELS_HASH_THREADS is bad input, whatever is cached
     tasks = [(kernel, name, locked.hash) for kernel in lock.kernels for name, locked in kernel.variants.items()]
     # A variant a shared cache (KERNELS_CACHE_SHARED) holds intact counts as cached, as the loader uses it.
-    outcomes = [check for check, _ in cache.check_in_tiers(
-        [(kernel.repo_id, kernel.sha, name, expected) for kernel, name, expected in tasks], root=cache_root)]  # fmt: skip
-    by_variant = {(id(kernel), name): outcome for (kernel, name, _), outcome in zip(tasks, outcomes)}
+    outcomes = cache.check_in_tiers(
+        [(kernel.repo_id, kernel.sha, name, expected) for kernel, name, expected in tasks], root=cache_root,
+        shared=shared)  # fmt: skip
+    by_variant = {(id(kernel), name): outcome for (kernel, name, _), (outcome, _) in zip(tasks, outcomes)}
+    writable = cache_root or cache.cache_root()
+    tiers = {(kernel.repo_id, name): ("writable" if root == writable else "shared", root)
+             for (kernel, name, _), (_, root) in zip(tasks, outcomes)}  # fmt: skip
 
     problems: list[Problem] = []
     checked: list[cache.VariantCheck] = []
@@ -80,7 +95,8 @@ def check_cache(lock: Lockfile, *, cache_root: Path | None = None) -> tuple[list
                 path = None if found.kind == "hash-mismatch" else found.path
                 problems.append(Problem(found.kind, kernel.repo_id, name, path, found.expected, found.got))
         problems += _unlocked_variants(kernel, cache_root)
-    return problems, checked
+    present = {(c.repo_id, c.variant) for c in checked}
+    return problems, checked, {key: root for key, root in tiers.items() if key in present}
 
 
 def check_wheels(lock: Lockfile) -> tuple[list[Problem], list[cache.VariantCheck]]:

@@ -18,7 +18,7 @@ from kernel_deps.cache import store as cache
 from kernel_deps.checks.cache import (
     FILE_KINDS,
     WHEEL_KINDS,
-    check_cache,
+    check_cache_tiers,
     check_signed_cache,
     check_targets_cached,
     check_this_machine,
@@ -59,14 +59,14 @@ NOTICE_KINDS = frozenset({"ref-advanced", "foreign-lock", "requirements-not-reco
 LOCAL_KINDS = frozenset({"local-override"})
 
 
-SCHEMA_VERSION = 3  # of docs/schemas/verify.schema.json; see docs/ci.md
+SCHEMA_VERSION = 4  # of docs/schemas/verify.schema.json; see docs/ci.md
 
 
 @replaceable  # sync copies one with dataclasses.replace
 class VerifyReport(Record):
     """What verify found: every problem, every notice, every cached variant it recomputed."""
 
-    __slots__ = ("lockfile", "kernels", "problems", "checked", "online", "notices", "wheels", "signers")
+    __slots__ = ("lockfile", "kernels", "problems", "checked", "online", "notices", "wheels", "signers", "tiers")
     lockfile: Path
     kernels: int
     problems: list[Problem]
@@ -76,14 +76,18 @@ class VerifyReport(Record):
     wheels: list[cache.VariantCheck]  # installed kernel wheels checked
     # (repo id, variant) -> who signed it, as the lock records it (and verified again from the cache).
     signers: dict[tuple[str, str], dict]
+    # (repo id, variant) -> the cache tier it was checked in: ("shared", a KERNELS_CACHE_SHARED
+    # folder) or ("writable", the writable cache's root).
+    tiers: dict[tuple[str, str], tuple[str, Path]]
 
     def __init__(
         self, lockfile: Path, kernels: int, problems: list[Problem], checked: list[cache.VariantCheck], online: bool,
         notices: list[Problem] | None = None, wheels: list[cache.VariantCheck] | None = None,
-        signers: dict[tuple[str, str], dict] | None = None,
+        signers: dict[tuple[str, str], dict] | None = None, tiers: dict[tuple[str, str], tuple[str, Path]] | None = None,
     ) -> None:  # fmt: skip
         self._init(lockfile, kernels, problems, checked, online, [] if notices is None else notices,
-                   [] if wheels is None else wheels, {} if signers is None else signers)  # fmt: skip
+                   [] if wheels is None else wheels, {} if signers is None else signers,
+                   {} if tiers is None else tiers)  # fmt: skip
 
     @property
     def ok(self) -> bool:
@@ -94,6 +98,10 @@ class VerifyReport(Record):
     def verified(self) -> list[cache.VariantCheck]:
         """The cached variants whose contents match their locked hash."""
         return [check for check in self.checked if check.ok]
+
+    def _tier(self, check: cache.VariantCheck) -> dict:
+        tier, root = self.tiers.get((check.repo_id, check.variant)) or ("writable", cache.cache_root())
+        return {"tier": tier, "tier_root": str(root)}
 
     def to_json(self) -> dict:
         """The report as docs/schemas/verify.schema.json describes it."""
@@ -107,7 +115,7 @@ class VerifyReport(Record):
             "notices": [notice.to_dict() for notice in self.notices],
             "verified": [
                 {"repo_id": c.repo_id, "commit": c.commit, "variant": c.variant, "hash": c.actual_hash,
-                 "path": str(c.path), "signer": self.signers.get((c.repo_id, c.variant))}
+                 "path": str(c.path), "signer": self.signers.get((c.repo_id, c.variant)), **self._tier(c)}
                 for c in self.verified
             ],
             "wheels": [
@@ -156,13 +164,15 @@ def verify_lock(
     system: SystemInfo | None = None,
     targets: Sequence[str] = (),
     all_targets: bool = False,
+    shared: bool = True,
 ) -> VerifyReport:
     """Check ``project`` (its record), its lock and the cache (and, ``online``, the Hub).
 
     Every target the project declares must be served by the lock. With ``targets`` (exact
     build names) or ``all_targets``, the build serving each of them must also be in the
     cache, instead of this machine's (which ``require_cached`` adds); ``overrides`` are
-    :func:`verify_inputs`' answer.
+    :func:`verify_inputs`' answer. Without ``shared``, no ``KERNELS_CACHE_SHARED`` folder
+    stands in for ``cache_root`` (a folder ``--into`` built is checked as it is).
     """
     project.requirements  # noqa: B018  (a project without a dependencies table is refused before anything else)
     rules = rules_of(project)
@@ -194,7 +204,7 @@ def verify_lock(
         notices.append(Problem("foreign-lock", None, None, None, lock=str(path), written_by=written_by,
                                **against_hub))  # fmt: skip
     problems = local_problems + problems
-    cache_problems, checked = check_cache(lock, cache_root=cache_root)
+    cache_problems, checked, tiers = check_cache_tiers(lock, cache_root=cache_root, shared=shared)
     problems += cache_problems + check_signed_cache(lock, checked, policy)
     wheel_problems, wheels = check_wheels(lock)
     problems += wheel_problems
@@ -213,4 +223,4 @@ def verify_lock(
             for found in check_hub(lock, hub):
                 (notices if found.kind in NOTICE_KINDS else problems).append(found)
     signers = {(k.repo_id, name): signer.to_dict() for k in lock.kernels for name, signer in k.signatures.items()}
-    return VerifyReport(path, len(lock.kernels), problems, checked, online, notices, wheels, signers)
+    return VerifyReport(path, len(lock.kernels), problems, checked, online, notices, wheels, signers, tiers)

@@ -79,6 +79,10 @@ def verify(
                 f"({counted(report.kernels, 'kernel')}, {counted(len(report.verified), 'cached variant')} verified"
                 f"{wheels}){hub}"
             )
+        if not is_quiet() and any(tier == "shared" for tier, _ in report.tiers.values()):
+            for check in report.verified:  # which cache tier each variant came from
+                tier, root = report.tiers[(check.repo_id, check.variant)]
+                click.echo(f"  {check.repo_id} {check.variant}: {tier} cache {root}")
         if exports:
             echo_exports(project_dir)
     if not report.ok:

@@ -248,27 +248,29 @@ def _take_locks(
 ) -> tuple[dict[tuple[str, str], Path], dict[str, Path]]:
     """Take, without waiting, every download lock of ``repo`` that a file exists for (and
     that is not in ``seen``: tried already); the (commit, variant) and partial blobs whose
-    lock another process holds, with the lock."""
-    from filelock import FileLock, Timeout
+    lock another process holds, with the lock. A lock taken where ``flock`` does not work
+    may be its ``.held`` file alone."""
+    from kernel_deps.core.filelocks import HELD_SUFFIX, HostLock, stale_after
 
     busy: dict[tuple[str, str], Path] = {}
     busy_parts: dict[str, Path] = {}
-    for path in run.children(cache.lock_dir(repo)):
-        if path in seen or not path.name.endswith(_LOCK_SUFFIX) or not stat.S_ISREG(os.lstat(path).st_mode):
+    for found in run.children(cache.lock_dir(repo)):
+        path = found.with_name(found.name.removesuffix(HELD_SUFFIX))
+        if path in seen or not path.name.endswith(_LOCK_SUFFIX) or not stat.S_ISREG(os.lstat(found).st_mode):
             continue
         seen.add(path)
-        lock = FileLock(str(path), timeout=0)
+        lock = HostLock(path, stale_after=stale_after())
         try:
-            lock.acquire()
-        except Timeout:
+            taken = lock.try_acquire()
+        except OSError:
+            continue  # cannot be opened: it guards nothing prune could race
+        if not taken:
             stem = path.name[: -len(_LOCK_SUFFIX)]
             if part := _PART_LOCK.fullmatch(stem):
                 busy_parts[part["hash"]] = path
             elif variant := _VARIANT_LOCK.fullmatch(stem):
                 busy[(variant["commit"], variant["variant"])] = path
             continue
-        except OSError:
-            continue  # cannot be opened: it guards nothing prune could race
         held.callback(lock.release)
     return busy, busy_parts
 
@@ -279,21 +281,25 @@ def _running(commit: str, variant: str, lock: Path) -> str:
 
 def _stale_lock_files(run: _Run, prefix: str, repos: set[str]) -> list[PrunedPath]:
     """Lock files of kernel repos no longer in the cache at all, untouched for a day."""
-    from filelock import FileLock, Timeout
+    from kernel_deps.core.filelocks import HELD_SUFFIX, HostLock, stale_after
 
     found: list[PrunedPath] = []
     for folder in run.children(run.root / ".locks"):
         if not folder.name.startswith(prefix) or folder.name in repos:
             continue
         for entry in _stale(run, run.children(folder), "lock-file", busy_locks=set()):
-            lock = FileLock(str(entry.path), timeout=0)
+            held = entry.path.name.endswith(HELD_SUFFIX)  # a lock taken without flock: the lock breaks it if stale
+            lock = HostLock(entry.path.with_name(entry.path.name.removesuffix(HELD_SUFFIX)), stale_after=stale_after())
             try:
-                lock.acquire()
-            except (Timeout, OSError):
+                taken = lock.try_acquire()
+            except OSError:
+                taken = False
+            if not taken:
                 run.skip(entry.path, "another process holds it")
                 continue
             lock.release()
-            found.append(entry)
+            if not held:
+                found.append(entry)
     return found
 
 

@@ -145,7 +145,7 @@ def sync_project(
     placed = place_subset(download.wanted(), Path(into), root=download.cache_root, project=project_dir)
     # The folder as the cache it will be: pyproject, lock and the placed variants agree.
     again = _verify(project, overrides, frozen=frozen, targets=targets, all_targets=all_targets,
-                    cache_root=Path(into))  # fmt: skip
+                    cache_root=Path(into), shared=False)  # fmt: skip
     return SyncReport(path, state, lock_report, download, verified, placed, again)
 
 
@@ -159,12 +159,12 @@ def _refuse_newer_lock(path: Path) -> None:
 
 def _verify(
     project: Project, overrides: Mapping[str, Path], *, frozen: bool, targets: Sequence[str], all_targets: bool,
-    cache_root: Path | None = None,
+    cache_root: Path | None = None, shared: bool = True,
 ) -> VerifyReport:  # fmt: skip
     """``kernels verify`` of what was downloaded (this machine's variants unless targets are named);
     with ``frozen``, pyproject.toml's requirements are not held against the lock."""
     report = verify_lock(project, overrides=overrides, require_cached=not (targets or all_targets), targets=targets,
-                         all_targets=all_targets, cache_root=cache_root)  # fmt: skip
+                         all_targets=all_targets, cache_root=cache_root, shared=shared)  # fmt: skip
     if not frozen:
         return report
     return replace(report, problems=[p for p in report.problems if p.kind not in SYNC_KINDS])

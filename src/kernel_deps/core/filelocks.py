@@ -1,16 +1,17 @@
-"""Waiting for a file lock another process holds: quietly for a moment, then told, until
-the operation's time is spent. The download of a variant and an edit of a project wait
-this one way.
+"""The one file lock of kernel-deps, and waiting for one another process holds: quietly for
+a moment, then told, until the operation's time is spent.
 
-A download's locks are :class:`HostLock`: ``flock`` on the lock file, which then holds its
-holder's host and pid, so a wait that gives up says who held it. On a file system where
+Every lock in the cache (a variant's download, a partial file's writer, ``kernels cache
+prune`` and a refused variant's removal taking them) and a project's edit lock is a
+:class:`HostLock`: ``flock`` on the lock file, which then holds its holder's host and pid,
+so a wait that gives up says who held it. On a file system where
 ``flock`` does not work (some NFS mounts, Lustre without ``-o flock``: it fails with
 ``ENOLCK``, ``EOPNOTSUPP`` or ``ENOSYS``) the lock is taken instead by creating
 ``<lock file>.held`` exclusively (``O_EXCL``, atomic on those file systems too), with the
 holder's host and pid in it; it is removed on release. One left by a process that died is
 broken: at once when the holder ran on this host and is gone, else once it is older than
 ``stale_after`` seconds (a download gives twice its time budget: no command keeps a lock
-longer than its budget, and hosts' clocks may disagree). Which folders lack
+longer than its budget, and hosts' clocks may disagree: :func:`stale_after`). Which folders lack
 ``flock`` is found once per process, and said once (``on_note``).
 """
 
@@ -20,12 +21,9 @@ import errno
 import os
 import random
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-from kernel_deps.core.settings import LOCK_NOTICE_SECONDS
-
-if TYPE_CHECKING:
-    from filelock import BaseFileLock
+from kernel_deps.core.settings import BUDGET_ENV, DEFAULT_BUDGET, LOCK_NOTICE_SECONDS, env_seconds
 
 # flock itself is refused by the file system, as opposed to the lock being taken.
 NO_FLOCK = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS})
@@ -38,6 +36,13 @@ MAX_HOLDER_BYTES = 512
 
 _flockless: dict[str, str] = {}  # folder -> the error name flock failed with there
 _told = False
+
+
+def stale_after(budget: float | None = None) -> float:
+    """After how long a ``.held`` file another host left is broken: twice the time budget
+    (``budget``, else ``KERNELS_HUB_BUDGET``'s), as no command holds a lock longer than
+    its budget and hosts' clocks may disagree."""
+    return 2 * (budget if budget is not None else env_seconds(BUDGET_ENV, DEFAULT_BUDGET))
 
 
 def _host() -> str:
@@ -111,6 +116,16 @@ class HostLock:
                     os.unlink(self.marker)
                 except FileNotFoundError:
                     pass
+
+    def holds_file_there(self) -> bool:
+        """Whether the lock held is on the file now at ``lock_file``, not on one a holder before
+        removed as it let go (a lock whose file exists only while held; the edit lock)."""
+        if self._fd is None:
+            return self._record is not None and _read_small(self.marker) == self._record
+        try:
+            return os.path.samestat(os.fstat(self._fd), os.lstat(self.lock_file))
+        except FileNotFoundError:
+            return False
 
     def holder(self) -> str | None:
         """Who holds the lock, as its holder recorded it (``pid 123 on host node7``), if it says."""
@@ -211,24 +226,11 @@ def _read_small(path: str) -> bytes | None:
         os.close(fd)
 
 
-def acquire_within(lock: HostLock | BaseFileLock, time_left: Callable[[], float], on_wait: Callable[[], None]) -> bool:
+def acquire_within(lock: HostLock, time_left: Callable[[], float], on_wait: Callable[[], None]) -> bool:
     """Acquire ``lock``. When it is not free within LOCK_NOTICE_SECONDS, ``on_wait()`` is
     called once and the wait goes on while ``time_left()`` lasts. False (the lock not held)
     when the time is spent first."""
-    if isinstance(lock, HostLock):
-        if lock.acquire(max(min(LOCK_NOTICE_SECONDS, time_left()), 0)):
-            return True
-        on_wait()
-        return lock.acquire(max(time_left(), 0))
-    from filelock import Timeout
-
-    try:
-        lock.acquire(timeout=max(min(LOCK_NOTICE_SECONDS, time_left()), 0))
+    if lock.acquire(max(min(LOCK_NOTICE_SECONDS, time_left()), 0)):
         return True
-    except Timeout:
-        on_wait()
-    try:
-        lock.acquire(timeout=max(time_left(), 0))
-        return True
-    except Timeout:
-        return False
+    on_wait()
+    return lock.acquire(max(time_left(), 0))

@@ -96,6 +96,8 @@ OFFLINE_ENV = "HF_HUB_OFFLINE"
 # huggingface_hub reads it when HF_HUB_OFFLINE is unset or empty.
 TRANSFORMERS_OFFLINE_ENV = "TRANSFORMERS_OFFLINE"
 BUDGET_ENV = "KERNELS_HUB_BUDGET"
+# Total time one operation (one command) may spend on the Hub; KERNELS_HUB_BUDGET overrides.
+DEFAULT_BUDGET = 600.0
 ALLOW_STALE_ENV = "KERNELS_ALLOW_STALE_LOCK"
 # ENDPOINT_ENV (HF_ENDPOINT) is defined in kernel_deps.core.redaction, which hides its credentials,
 # and checked, with the variables huggingface_hub parses at import, by kernel_deps.hub.environment.

@@ -63,15 +63,20 @@ def judge_present(
 
 def _remove_own_placement(task: VariantTask, repo: Path) -> bool:
     """:func:`_remove_placement` under the variant's lock, when no other download holds it now."""
-    from filelock import FileLock, Timeout
+    from kernel_deps.core.filelocks import HostLock, stale_after
 
     lock_file = cache.variant_lock_path(repo, task.kernel.sha, task.variant)
+    lock = HostLock(lock_file, stale_after=stale_after())
     try:
         lock_file.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(lock_file), timeout=0):
-            return _remove_placement(task, repo)
-    except (Timeout, OSError):
-        return False  # another download is at it, or the cache cannot be written: left as it is
+        if not lock.try_acquire():
+            return False  # another download is at it: left as it is
+    except OSError:
+        return False  # the cache cannot be written: left as it is
+    try:
+        return _remove_placement(task, repo)
+    finally:
+        lock.release()
 
 
 def _remove_placement(task: VariantTask, repo: Path) -> bool:

@@ -63,6 +63,7 @@ from kernel_deps.core.redaction import ENDPOINT_ENV, redact, shown_url, url_secr
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import (
     BUDGET_ENV,
+    DEFAULT_BUDGET,
     OFFLINE_ENV,
     TRANSFORMERS_OFFLINE_ENV,
     env_seconds,
@@ -74,8 +75,6 @@ from kernel_deps.hub.environment import check_hub_settings, endpoint_problem
 
 T = TypeVar("T")
 
-# Total time one operation (one command) may spend on the Hub; KERNELS_HUB_BUDGET overrides.
-DEFAULT_BUDGET = 600.0
 # Connecting takes milliseconds when the Hub is up; waiting longer only delays the retry.
 CONNECT_TIMEOUT = 10.0
 # An attempt gets at least this long to connect and to receive each chunk.

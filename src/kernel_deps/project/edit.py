@@ -2,7 +2,8 @@
 
 A project's two files change only under :func:`editing`, which every command that writes
 them runs inside (``kernels lock``, ``kernels add``, ``kernels remove``). It holds the
-project's edit lock, ``.kernels-edit.lock`` beside the files (a ``filelock`` file lock, so
+project's edit lock, ``.kernels-edit.lock`` beside the files (the file lock of the cache,
+:class:`kernel_deps.core.filelocks.HostLock`, which works where ``flock`` does not, so
 a second command waits for the first and then reads what the first wrote, instead of both
 editing the same old texts and one losing), and finishes first an edit a kill interrupted
 (:func:`kernel_deps.core.atomicfile.finish_pending`, which applies only a journal proving to be
@@ -14,8 +15,7 @@ Commands that only read the project never apply a journal: they call
 :func:`refuse_pending_edit` where they read either file, which reports one as a problem
 (:class:`PendingEditError`, exit 1), naming it and what to run.
 
-This module imports the standard library, ``errors``, ``settings`` and ``atomicfile`` at
-import, so the loader may use it; ``filelock`` only when a command edits.
+This module imports the standard library and ``kernel_deps.core`` only, so the loader may use it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from kernel_deps.core import atomicfile
 from kernel_deps.core.errors import FileWriteError, PendingEditError, ProjectBusyError, PyprojectError, UsageError
-from kernel_deps.core.filelocks import acquire_within
+from kernel_deps.core.filelocks import HostLock, acquire_within, stale_after
 from kernel_deps.core.settings import (
     BUDGET_ENV,
     EDIT_JOURNAL_NAME,
@@ -37,8 +37,6 @@ from kernel_deps.core.settings import (
 )
 
 if TYPE_CHECKING:
-    from filelock import FileLock
-
     from kernel_deps.hub.client import HubClient
 
 __all__ = ["PROJECT_FILES", "editing", "refuse_pending_edit"]
@@ -110,10 +108,8 @@ def editing(project_dir: Path, *, hub: HubClient, notice: Callable[[str], None] 
         lock.release()
 
 
-def _acquire(lock_file: Path, project_dir: Path, hub: HubClient, notice: Callable[[str], None] | None) -> FileLock:
+def _acquire(lock_file: Path, project_dir: Path, hub: HubClient, notice: Callable[[str], None] | None) -> HostLock:
     """The edit lock, held on the file now at ``lock_file``; ProjectBusyError when the budget runs out."""
-    from filelock import FileLock
-
     transport = hub.transport
     told = False
 
@@ -124,31 +120,18 @@ def _acquire(lock_file: Path, project_dir: Path, hub: HubClient, notice: Callabl
         told = True
 
     while True:
-        lock = FileLock(str(lock_file))
+        lock = HostLock(lock_file, stale_after=stale_after(transport.budget), on_note=notice)
         if not acquire_within(lock, transport.time_left, tell):
+            holder = lock.holder()
             raise ProjectBusyError(
-                f"another kernels command held {lock_file} until the {transport.budget:g} s budget "
-                "was spent",
+                f"another kernels command{f' ({holder})' if holder else ''} held {lock_file} until the "
+                f"{transport.budget:g} s budget was spent",
                 subject=project_dir,
                 hint=(
                     f"run again once it is done (raise {BUDGET_ENV} to wait longer), or delete that "
                     "file if none is running"
                 ),
             )
-        if _holds_the_file_there(lock, lock_file):
+        if lock.holds_file_there():
             return lock
         lock.release()  # the command before removed that file as it finished: lock the one there now
-
-
-def _holds_the_file_there(lock: FileLock, lock_file: Path) -> bool:
-    """Whether ``lock`` holds the file now at ``lock_file``, not one its last holder removed.
-
-    filelock 4 makes sure of it itself; for older versions the descriptor is compared.
-    """
-    fd = getattr(getattr(lock, "_context", None), "lock_file_fd", None)
-    if not isinstance(fd, int):
-        return True  # no descriptor to compare (another backend): filelock's own word
-    try:
-        return os.path.samestat(os.fstat(fd), os.stat(lock_file))
-    except FileNotFoundError:
-        return False

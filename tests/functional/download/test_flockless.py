@@ -1,20 +1,25 @@
 """A cache on a file system without working flock (some NFS, Lustre without -o flock):
 downloads lock by creating lock files naming the holder's host and pid, say so once, and
-break a lock file left behind by a holder that is gone."""
+break a lock file left behind by a holder that is gone; `kernels cache prune` and a
+project's edit lock take the same lock there."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import pytest
 
 from kernel_deps.cache import store as cache
 from kernel_deps.core.filelocks import HELD_SUFFIX
 from kernel_deps.lock.read import read_lock
-from tests.fixtures.builder import CPU_VARIANT
+from tests.fixtures.builder import CPU_VARIANT, KernelRepo, Release, RepoFileContent
 from tests.fixtures.cli import run_kernels
 from tests.fixtures.downloads import add_repos, all_verified
 from tests.fixtures.flockless import flockless_env, refusing_flock
@@ -115,3 +120,87 @@ def test_an_error_of_flock_other_than_its_absence_is_not_taken_for_it(hub_env, t
     assert result.returncode != 0
     assert "Input/output error" in result.stderr and "\n" not in result.stderr.strip()
     assert not marker.exists()
+
+
+# -- every lock of the cache and the project is the same one ----------------------------
+
+_HOLD = ("import sys; from kernel_deps.core.filelocks import HostLock; lock = HostLock(sys.argv[1], stale_after=600); "
+         "assert lock.acquire(30); print('held', flush=True); sys.stdin.read(); lock.release()")  # fmt: skip
+
+
+@contextmanager
+def _held_elsewhere(lock_file, under, tmp_path) -> Iterator[subprocess.Popen]:
+    """``lock_file`` held by another process whose flock fails under ``under``, until the block ends."""
+    env = flockless_env(under, tmp_path / "holder-site", dict(os.environ))
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(lock_file)], env=env, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert os.path.exists(f"{lock_file}{HELD_SUFFIX}")  # taken without flock
+        yield holder
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+def test_prune_without_flock_skips_the_variant_a_download_holds_then_prunes_it(hub_env, tmp_path) -> None:
+    repo_id = "kernels-test/noflock-prune"
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0"), Release("1.1.0"))))
+    app = write_project(tmp_path / "app", {repo_id: ">=1.0,<1.1"})
+    old = write_project(tmp_path / "old", {repo_id: ">=1.1"})
+    assert run_kernels("sync", str(app)).returncode == 0 and run_kernels("sync", str(old)).returncode == 0
+    root, repo, unpinned = cache.cache_root(), cache.find_repo_dir(repo_id), hub_env.repos[repo_id].commits["1.1.0"]
+    lock = cache.variant_lock_path(repo, unpinned, CPU_VARIANT)
+    with _held_elsewhere(lock, root, tmp_path), refusing_flock(root):
+        lock.unlink()  # the lock is its .held file alone, as where the folder was known to lack flock
+        result = run_kernels("cache", "prune", "--json", str(app))
+        assert result.returncode == 0, result.stderr
+        skipped = {s["path"]: s["reason"] for s in json.loads(result.stdout)["skipped"]}
+        assert skipped[str(repo / "snapshots" / unpinned)] == (
+            f"a download of {unpinned[:12]} {CPU_VARIANT} is running (it holds {lock})"
+        )
+        assert (repo / "snapshots" / unpinned / "build" / CPU_VARIANT).is_dir()
+    with refusing_flock(root):
+        result = run_kernels("cache", "prune", "--json", str(app))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["skipped"] == []
+    assert not (repo / "snapshots" / unpinned).exists()
+    assert _held_files(root) == []
+    assert run_kernels("verify", "--require-cached", str(app), env={"HF_HUB_OFFLINE": "1"}).returncode == 0
+
+
+def test_a_project_edit_without_flock_waits_names_the_holder_and_then_edits(hub_env, tmp_path, monkeypatch) -> None:
+    project = write_project(tmp_path / "app", add_repos(hub_env, "noflock-edit", kernels=1))
+    lock_file = project / ".kernels-edit.lock"
+    monkeypatch.setenv("KERNELS_HUB_BUDGET", "2")
+    with _held_elsewhere(lock_file, project, tmp_path) as holder, refusing_flock(project):
+        busy = run_kernels("lock", str(project))
+        assert busy.returncode != 0
+        host = os.uname().nodename
+        assert f"another kernels command (pid {holder.pid} on host {host}) held {lock_file} until the 2 s budget" in busy.stderr
+        assert not (project / "kernels.lock").exists()
+    with refusing_flock(project):
+        done = run_kernels("lock", str(project))
+    assert done.returncode == 0, done.stderr
+    assert (project / "kernels.lock").is_file()
+    assert sorted(p.name for p in project.iterdir() if p.name.startswith(".kernels-edit")) == []  # nothing left
+
+
+def test_a_build_failing_its_digest_is_removed_under_the_variants_lock_without_flock(hub_env, tmp_path) -> None:
+    from tests.fixtures.cached_project import place_by_hand
+
+    def change_python(variant: str, files: dict) -> dict:
+        return {**files, "_ops.py": RepoFileContent(b"import os; os.system('true')\n", lfs=False)}
+
+    repo_id = "kernels-test/noflock-digest"
+    hub_env.add_repo(KernelRepo(repo_id, (Release("1.0.0", variants=(CPU_VARIANT,), digest="sha256", tamper=change_python),)))
+    project = write_project(tmp_path / "app", {repo_id: ">=1"})
+    assert run_kernels("lock", str(project)).returncode == 0
+    folder = place_by_hand(hub_env.repos[repo_id], "1.0.0", CPU_VARIANT)  # the locked bytes, failing their digest
+    root = cache.cache_root()
+    with refusing_flock(root):
+        result = run_kernels("download", "--variant", CPU_VARIANT, str(project), env={"HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: removed from the cache: 1 build does not match its digest: "), result.stderr
+    assert not folder.exists()
+    assert _held_files(root) == []

@@ -144,7 +144,7 @@ def test_verify_reports_the_installed_wheel_it_verified(site, monkeypatch) -> No
     result = run_kernels("verify", str(project), "--require-cached", "--json")
     assert result.returncode == 0, result.stdout
     report = validated(result, "verify")
-    assert report["schema_version"] == 3 and report["verified"] == []
+    assert report["schema_version"] == 4 and report["verified"] == []
     assert [(w["repo_id"], w["commit"], w["variant"], w["path"]) for w in report["wheels"]] == [
         (REPO_ID, COMMIT, VARIANT, str(target / PACKAGE))
     ]
