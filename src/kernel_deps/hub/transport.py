@@ -62,13 +62,7 @@ from kernel_deps.core.errors import (
 from kernel_deps.core.redaction import ENDPOINT_ENV, redact, shown_url, url_secrets
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import (
-    BUDGET_ENV,
-    DEFAULT_BUDGET,
-    OFFLINE_ENV,
-    TRANSFORMERS_OFFLINE_ENV,
-    env_seconds,
-    is_offline,
-    offline_env,
+    BUDGET_ENV, DEFAULT_BUDGET, OFFLINE_ENV, TRANSFORMERS_OFFLINE_ENV, env_seconds, is_offline, offline_env,
 )
 from kernel_deps.hub.backoff import RATE_LIMITED, is_transient, next_delay, retry_after_of, retry_after_seconds, status_of
 from kernel_deps.hub.environment import check_hub_settings, endpoint_problem
