@@ -13,10 +13,11 @@
 # torch extensions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)  # absolute paths: examples/kernelize runs in a folder of its own
 if [ -d .gpu-wheels/kernels ] && [ ! -d .gpu-site ]; then
     python3 -m pip install --quiet --no-index --no-deps --find-links .gpu-wheels/kernels --target .gpu-site kernels==0.17.2
 fi
-wheels=$(ls .gpu-wheels/*.whl 2>/dev/null | tr '\n' ':')
-site=$([ -d .gpu-site ] && echo ".gpu-site:" || true)
-export PYTHONPATH="src:.:${wheels}${site}${PYTHONPATH:-}"
+wheels=$(ls "$root"/.gpu-wheels/*.whl 2>/dev/null | tr '\n' ':')
+site=$([ -d .gpu-site ] && echo "$root/.gpu-site:" || true)
+export PYTHONPATH="$root/src:$root:${wheels}${site}${PYTHONPATH:-}"
 exec env -u CXX -u CC python3 bench/gpu_smoke.py
