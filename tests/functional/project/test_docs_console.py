@@ -75,6 +75,8 @@ NOT_RUN = {
     ("docs/download-and-verify.md", "$ kernels cache prune --dry-run app/ tools/"): "two projects and a cache of old commits",
     ("docs/wheels.md", "$ kernels to-wheel . -o wheels/"): "the img2gray op compiled for this machine (tests/functional/to_wheel/)",
     ("docs/wheels.md", "$ uv export --format pylock.toml"): "uv, and the wheels of the img2gray op (tests/functional/to_wheel/)",
+    ("docs/fleets.md", "$ export KERNELS_CACHE_SHARED=/mnt/kernels"):
+        "a shared cache mounted read-only (tests/functional/download/test_shared_cache.py checks verify's tier lines)",
 }
 
 
