@@ -155,7 +155,8 @@ class HostLock:
         return False
 
     def _break_if_stale(self) -> bool:
-        """Remove the ``.held`` file when its holder is gone; whether it was removed."""
+        """Remove the ``.held`` file when its holder is gone; whether it was removed (not when
+        the file found on moving it aside was a successor's fresh one, which is put back)."""
         seen = _read_small(self.marker)
         try:
             age = time.time() - os.stat(self.marker).st_mtime
@@ -170,13 +171,14 @@ class HostLock:
             os.rename(self.marker, aside)
         except FileNotFoundError:
             return True
-        if _read_small(aside) != seen:
+        broken = _read_small(aside) == seen
+        if not broken:
             try:
                 os.link(aside, self.marker)
             except OSError:
                 pass
         os.unlink(aside)
-        return True
+        return broken
 
     def _stale(self, seen: bytes | None, age: float) -> bool:
         fields = (seen or b"").decode("utf-8", "replace").split()
