@@ -91,6 +91,18 @@ def proxy(local_hub: HubWorld):
         yield fault_proxy
 
 
+@pytest.fixture
+def listing_hub(local_hub: HubWorld):
+    """A fault proxy in front of the local Hub that also lists an organization's repos, as the
+    Hub does (tests/fixtures/hub_listing.py); its faults apply to the listing too."""
+    from tests.fixtures.faultproxy import FaultProxy
+    from tests.fixtures.hub_listing import OrgListing
+
+    with FaultProxy(local_hub.url, seed=1234) as fault_proxy:
+        fault_proxy.answer_request = OrgListing(local_hub.hub.mirrors)
+        yield fault_proxy
+
+
 @pytest.fixture(scope="session")
 def local_sigstore() -> LocalSigstore:
     """A Sigstore of our own (CA, CT log, transparency log) whose bundles sigstore-python accepts offline."""

@@ -24,8 +24,8 @@ PROJECT_DIR = click.Path(file_okay=False, path_type=Path)
 def discover_project(ctx: click.Context, param: click.Parameter, value):
     """The project folder argument's callback: the folder given, as given; without one, the
     project around the working directory (:func:`kernel_deps.project.discovery.find_project`),
-    ``using FOLDER`` said once on stderr when that is not ``.`` (not with -q); ``.`` when
-    there is none (the command then says what is missing there).
+    ``using FOLDER`` said once on stderr when that is not ``.`` (not with -q); when there is
+    none, the one error naming where it looked (:func:`~kernel_deps.project.discovery.no_project_found`).
 
     click processes the options given on the command line before an argument left out, so
     ``-q`` is known here, wherever it was given. ``add`` and ``remove`` given the older
@@ -34,10 +34,13 @@ def discover_project(ctx: click.Context, param: click.Parameter, value):
         return value
     if ctx.params.get("legacy_project") is not None:
         return None
-    from kernel_deps.project.discovery import find_project
+    from kernel_deps.project.discovery import no_project_found, search_project
 
-    found = find_project()
-    if found is None or found == Path.cwd():  # found: the working directory exists
+    search = search_project()
+    found = search.folder
+    if found is None:
+        raise no_project_found(search)
+    if found == Path.cwd():  # found: the working directory exists
         folder = Path(".")
     else:
         folder = found

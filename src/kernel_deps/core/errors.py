@@ -64,12 +64,17 @@ class RepoNotFoundError(HubError):
     """No kernel (or legacy model) repo of that id exists, or it is private."""
     kind = "repo-not-found"
 
-    def __init__(self, repo_id: str, endpoint: str) -> None:
+    def __init__(self, repo_id: str, endpoint: str, nearest: Sequence[str] = ()) -> None:
         endpoint = shown_url(endpoint)  # the Hub's address as messages show it, credentials hidden
-        super().__init__(f"kernel repo not found on {endpoint}", subject=repo_id,
-                         hint="check the name, or set HF_TOKEN if the repo is private")  # fmt: skip
+        hint = "check the name, or set HF_TOKEN if the repo is private"
+        if nearest:  # existing repos of the same organization with a name close to it
+            shown = [f"'{found}'" for found in nearest]
+            names = f"{', '.join(shown[:-1])} or {shown[-1]}" if len(shown) > 1 else shown[0]
+            hint = f"did you mean {names}? (a private repo needs HF_TOKEN)"
+        super().__init__(f"kernel repo not found on {endpoint}", subject=repo_id, hint=hint)
         self.repo_id = repo_id
         self.endpoint = endpoint
+        self.nearest = tuple(nearest)
 
 
 class RevisionNotFoundError(HubError):

@@ -105,7 +105,9 @@ class HubClient:
     # -- refs -------------------------------------------------------------------------
 
     def list_refs(self, repo_id: str) -> RepoRefs:
-        """Branches and tags of ``repo_id``, from the kernel repo or else the model repo."""
+        """Branches and tags of ``repo_id``, from the kernel repo or else the model repo; when
+        neither exists, the RepoNotFoundError names the organization's nearest repos, if any
+        (:mod:`kernel_deps.hub.suggest`)."""
         validate_repo_id(repo_id)
         for repo_type in (KERNEL, MODEL):
             url = f"{self.endpoint}/api/{REPO_TYPE_PLURALS[repo_type]}/{repo_id}/refs"
@@ -117,7 +119,9 @@ class HubClient:
             with self._lock:
                 self._repo_types[repo_id] = repo_type
             return RepoRefs(repo_id, repo_type, found)
-        raise RepoNotFoundError(repo_id, self.shown_endpoint)
+        from kernel_deps.hub.suggest import nearest_repos  # only once a repo is not found
+
+        raise RepoNotFoundError(repo_id, self.shown_endpoint, nearest_repos(self.transport, repo_id))
 
     def repo_type(self, repo_id: str) -> str:
         """``kernel`` or ``model``: where ``repo_id`` was found (lists refs if not yet known)."""

@@ -4,6 +4,7 @@ walking up, never above a repository root; it says ``using FOLDER`` once on stde
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -90,7 +91,7 @@ def test_the_walk_stops_at_a_repository_root(nested) -> None:
     result = run_kernels("verify", cwd=inside)
     assert result.returncode == 2
     assert "using" not in result.stderr
-    assert "no pyproject.toml in ." in result.stderr
+    assert result.stderr == no_project_line(inside, project / "src")
     # The loader draws the same boundary.
     previous = os.getcwd()
     os.chdir(inside)
@@ -99,6 +100,48 @@ def test_the_walk_stops_at_a_repository_root(nested) -> None:
             find_lock(caller="__main__")
     finally:
         os.chdir(previous)
+
+
+def no_project_line(start: Path, last: Path) -> str:
+    return (
+        f"error: no pyproject.toml or kernels.lock in {start} or above it up to {last} (the search stops there: "
+        "it holds .git, a repository root); run the command in the project folder, or pass the folder as PROJECT_DIR\n"
+    )
+
+
+EVERY_PROJECT_COMMAND = [*FROM_INSIDE, ("add", f"{LAYER_NORM}>=0.2"), ("remove", LAYER_NORM),
+                         ("to-wheel", "-o", "wheels"), ("--json", "tree")]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", EVERY_PROJECT_COMMAND, ids=lambda a: " ".join(a))
+def test_no_project_up_to_a_repository_root_is_one_line_naming_where_it_looked(tmp_path, args) -> None:
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    inside = checkout / "src" / "myapp"
+    inside.mkdir(parents=True)
+    write_project(tmp_path, f'"{LAYER_NORM}" = ">=0.2"')  # above the repository root: never taken
+
+    result = run_kernels(*args, cwd=inside)
+
+    assert result.returncode == 2
+    line = no_project_line(inside, checkout)
+    if args[0] == "--json":
+        assert json.loads(result.stdout)["error"] == line.removeprefix("error: ").rstrip("\n")
+    else:
+        assert (result.stdout, result.stderr) == ("", line)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "checkout", "checkout/.git", "checkout/src", "checkout/src/myapp", "pyproject.toml",
+    ]  # nothing written  # fmt: skip
+
+
+def test_in_the_repository_root_itself_it_names_that_one_folder(tmp_path) -> None:
+    (tmp_path / ".git").mkdir()
+    result = run_kernels("lock", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"error: no pyproject.toml or kernels.lock in {tmp_path} (the search stops there: it holds .git, a repository "
+        "root); run the command in the project folder, or pass the folder as PROJECT_DIR\n"
+    )
 
 
 def test_the_loader_finds_the_same_project(nested) -> None:

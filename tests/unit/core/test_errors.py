@@ -90,6 +90,17 @@ def test_hub_errors_name_their_repo_as_the_subject() -> None:
     assert found[0].hint and found[1].hint is None
 
 
+@pytest.mark.parametrize(
+    ("nearest", "names"),
+    [((), None), (("o/a",), "'o/a'"), (("o/a", "o/b"), "'o/a' or 'o/b'"), (("o/a", "o/b", "o/c"), "'o/a', 'o/b' or 'o/c'")],
+)
+def test_a_repo_not_found_names_the_nearest_repos_in_its_hint(nearest, names) -> None:
+    found = RepoNotFoundError("o/x", "https://hub.example", nearest)
+    plain = "check the name, or set HF_TOKEN if the repo is private"
+    assert found.hint == (f"did you mean {names}? (a private repo needs HF_TOKEN)" if names else plain)
+    assert found.nearest == nearest and found.reason == "kernel repo not found on https://hub.example"
+
+
 def test_errors_with_records_keep_them_beside_the_fields(tmp_path) -> None:
     link = LinkedPathError("is a symbolic link", subject=tmp_path, hint="remove it", path=tmp_path)
     policy = LockPolicyError("kernels.lock does not show what the policy asks", ("finding",), subject="kernels download")

@@ -78,7 +78,11 @@ def test_list_refs_is_one_plain_request_per_repo_type(hub_env, proxy) -> None:
 def test_a_missing_repo_is_not_retried(hub_env, proxy) -> None:
     with pytest.raises(RepoNotFoundError, match="kernels-test/nope: kernel repo not found on http://127.0.0.1:"):
         HubClient(endpoint=proxy.url, backoff=0.01).list_refs("kernels-test/nope")
-    assert proxy.total_requests() == 2  # the kernel repo, then the model repo, once each
+    assert proxy.counts[("GET", "/api/kernels/kernels-test/nope/refs")] == 1  # the kernel repo, then
+    assert proxy.counts[("GET", "/api/models/kernels-test/nope/refs")] == 1  # the model repo, once each
+    # then, for a suggestion, the organization's kernel and model repos, once each
+    assert proxy.counts[("GET", "/api/kernels")] == proxy.counts[("GET", "/api/models")] == 1
+    assert proxy.total_requests() == 4
 
 
 def test_rate_limiting_is_retried(hub_env, proxy) -> None:
