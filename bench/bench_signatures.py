@@ -98,6 +98,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        os.environ["XDG_STATE_HOME"] = str(root / "state")  # kernel-deps' per-user state: never the real home
         mirrors = root / "mirrors"
         plain, signed = build_kernel_sets(mirrors, sigstore, args.kernels)
         trusted_root = sigstore.write_trusted_root(root / "trusted_root.json")
