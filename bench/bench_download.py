@@ -40,6 +40,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        os.environ["XDG_STATE_HOME"] = str(root / "state")  # kernel-deps' per-user state: never the real home
         spec = KernelRepo("bench/big", (Release("1.0.0", variants=variants, lfs_size=args.mb_per_variant << 20),))
         built = build_repo(root / "mirrors", spec)
         total = sum(len(c.data) for c in built.files["1.0.0"].values())

@@ -49,6 +49,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        os.environ["XDG_STATE_HOME"] = str(root / "state")  # kernel-deps' per-user state: never the real home
         os.environ["HF_HUB_CACHE"] = str(root / "cache")
         sizes = {"4 KiB .so": 4096, f"{args.mb} MiB .so": args.mb << 20}
         repos = {label: [f"bench/{i}-{n}" for n in range(args.repeat)] for i, label in enumerate(sizes)}

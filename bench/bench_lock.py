@@ -29,7 +29,9 @@ def _project(root: Path, name: str, repos: list[str], targets: list[str] | None 
     project.mkdir()
     table = "" if targets is None else f"[tool.kernels]\ntargets = {json.dumps(targets)}\n\n"
     deps = "\n".join(f'"{r}" = ">=1,<2"' for r in repos)
-    (project / "pyproject.toml").write_text(f"{table}[tool.kernels.dependencies]\n{deps}\n")
+    # The local Hub has no organizations API: the project trusts the sample kernels' publisher.
+    trust = '[tool.kernels.trust]\npublishers = ["bench"]\n\n'
+    (project / "pyproject.toml").write_text(f"{table}{trust}[tool.kernels.dependencies]\n{deps}\n")
     return project
 
 
@@ -53,6 +55,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        os.environ["XDG_STATE_HOME"] = str(root / "state")  # kernel-deps' per-user state: never the real home
         mirrors = root / "mirrors"
         names = [f"bench/kernel-{i}" for i in range(args.kernels)]
         for i, name in enumerate(names):

@@ -38,6 +38,7 @@ def main() -> None:
     base_env["HF_HUB_DISABLE_TELEMETRY"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        os.environ["XDG_STATE_HOME"] = str(root / "state")  # kernel-deps' per-user state (the lock below): never the real home
         size = args.mb << 20
         build_repo(root / "mirrors", KernelRepo(KERNEL, (Release("1.0.0", variants=(CPU_VARIANT,), lfs_size=size),)))
         project = root / "app"
@@ -51,7 +52,7 @@ def main() -> None:
             rows = []
             for count in args.ranks:
                 cache = root / f"cache-{count}"
-                env = {**base_env, "HF_ENDPOINT": proxy.url, "HF_HUB_CACHE": str(cache)}
+                env = {**base_env, "HF_ENDPOINT": proxy.url, "HF_HUB_CACHE": str(cache), "XDG_STATE_HOME": str(root / "state")}
                 env.pop("KERNELS_CACHE", None)
                 proxy.reset_counts()
                 seconds, results = run_ranks(count, KERNEL, project / "kernels.lock", env)

@@ -41,7 +41,23 @@ VARIANTS = (CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT)
 KERNELS = Path(sys.executable).parent / "kernels"
 
 
-def _project(root: Path, name: str, repos: list[str], trusted_root: Path | None) -> Path:
+def build_kernel_sets(mirrors: Path, sigstore: LocalSigstore, count: int) -> tuple[list[str], list[str]]:
+    """``count`` plain and ``count`` signed kernels of the same shape (one release, three
+    variants); the signed ones carry kernel-builder's digest and a Sigstore bundle per
+    variant, signed by ``sigstore`` for their own repo. Their repo ids, plain then signed."""
+    plain = [f"bench/plain-{i}" for i in range(count)]
+    signed = [f"bench/signed-{i}" for i in range(count)]
+    for name in plain:
+        build_repo(mirrors, KernelRepo(name, (Release("1.0.0", variants=VARIANTS),)))
+    for name in signed:
+        sign = (lambda repo: lambda data, variant: sigstore.sign(data, Identity(repo)))(name)
+        build_repo(mirrors, KernelRepo(name, (Release("1.0.0", variants=VARIANTS, digest="sha256", sign=sign),)))
+    return plain, signed
+
+
+def signature_project(root: Path, name: str, repos: list[str], trusted_root: Path | None) -> Path:
+    """A project asking for ``repos`` (publisher ``bench`` trusted); with ``trusted_root``,
+    it names that root and requires signatures."""
     project = root / name
     project.mkdir()
     trust = '[tool.kernels.trust]\npublishers = ["bench"]\n'
@@ -82,20 +98,15 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        os.environ["XDG_STATE_HOME"] = str(root / "state")  # kernel-deps' per-user state: never the real home
         mirrors = root / "mirrors"
-        plain = [f"bench/plain-{i}" for i in range(args.kernels)]
-        signed = [f"bench/signed-{i}" for i in range(args.kernels)]
-        for name in plain:
-            build_repo(mirrors, KernelRepo(name, (Release("1.0.0", variants=VARIANTS),)))
-        for name in signed:
-            sign = (lambda repo: lambda data, variant: sigstore.sign(data, Identity(repo)))(name)
-            build_repo(mirrors, KernelRepo(name, (Release("1.0.0", variants=VARIANTS, digest="sha256", sign=sign),)))
+        plain, signed = build_kernel_sets(mirrors, sigstore, args.kernels)
         trusted_root = sigstore.write_trusted_root(root / "trusted_root.json")
         results: dict[str, dict[str, float]] = {}
         with LocalHub(mirrors, root / "olah") as hub, FaultProxy(hub.url) as proxy:
             proxy.latency = args.latency
             for label, repos, trust in (("plain", plain, None), ("signed", signed, trusted_root)):
-                project = _project(root, label, repos, trust)
+                project = signature_project(root, label, repos, trust)
                 _timed_lock(project, proxy, -1)  # warm-up: imports, olah's first answers
                 locks = [_timed_lock(project, proxy, run) for run in range(args.runs)]
                 # A relock with the last lock's cache: nothing to fetch (bundles and metadata.json are

@@ -50,6 +50,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        os.environ["XDG_STATE_HOME"] = str(root / "state")  # kernel-deps' per-user state: never the real home
         project = write_cached_project(root / "app", root / "cache")
         env = {**os.environ, "KERNELS_CACHE": str(root / "cache"), "HF_HUB_DISABLE_TELEMETRY": "1"}
         if args.src:

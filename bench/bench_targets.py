@@ -33,6 +33,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench-targets-") as tmp:
         root = Path(tmp)
+        os.environ["XDG_STATE_HOME"] = str(root / "state")  # kernel-deps' per-user state: never the real home
         mirrors = root / "mirrors"
         names = [f"bench/kernel-{i}" for i in range(args.kernels)]
         for i, name in enumerate(names):

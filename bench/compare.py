@@ -40,12 +40,32 @@ Requests are those the proxy saw during one run (the median over the runs). kern
 0.16 runs from its compat install (`.venv/compat/kernels-0.16`, installed by `make`; what
 its CLI imports at start, sigstore among it, is in `.venv` as kernel-deps' own).
 
-    .venv/bin/python -m bench.compare [--runs 7] [--kernels 20] [--latency 0.05]
+kernel-deps runs as the `kernels` console script beside this interpreter, with this
+process's environment (less `HF_*` and `KERNELS_*`), so `PYTHONPATH` decides which
+kernel-deps it imports: an installed wheel first on it is what every row measures (the
+first line printed names the `kernel_deps` the commands import). Each tool, and each
+setup of the rows below, has a Hugging Face home, a cache and an `XDG_STATE_HOME` of its
+own in the run's temporary folder: no run reads or writes the user's home.
+
+The rows after the table (kernel-deps only) measure through tests/fixtures/cachinghub.py,
+a concurrent caching layer between a second latency proxy and olah, primed by each
+command's untimed run, so that timed runs are served from memory, many at once, as a
+real Hub serves them (each says whether every request was): `lock-layer`, a lock of N
+against a lock of 3, and the same straight to olah in the same rounds
+(bench/compare_concurrent.py); `signed`, a warm `download` and an offline `verify` of 3
+signed kernels against 3 plain ones of the same shape, right after a `lock` and in steady
+state, and `signed-lock`, a lock of N signed kernels against N plain ones on an empty
+cache and state (bench/compare_signed.py); `waves`, the round trips a lock of 3 kernels,
+one of them transitive, waits on, with one run's trace of the requests in waves
+(bench/compare_concurrent.py). Each pair is timed in turn, run after run.
+
+    .venv/bin/python -m bench.compare [--runs 7] [--kernels 20] [--latency 0.05] [--rows help,lock,...]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -58,7 +78,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.bench_hashing import measure_hashing
+from bench.compare_concurrent import WAVE_LATENCY, build_wave_kernels, lock_layer_rows, waves_rows
+from bench.compare_signed import HEADER as SIGNED_HEADER
+from bench.compare_signed import WARM, SignedKernels, warm_rows
+from bench.compare_signed import lock_row as signed_lock_row
+from bench.timing import Goal, Sample, Tool, goal, print_table, timed
+from bench.timing import met as _met
 from tests.fixtures.builder import KernelRepo, Release, build_repo
+from tests.fixtures.cachinghub import CachingHub
 from tests.fixtures.faultproxy import FaultProxy
 from tests.fixtures.localhub import LocalHub
 from tests.fixtures.projects import write_project
@@ -68,74 +95,7 @@ KERNELS_016 = VENV / "compat" / "kernels-0.16"
 # kernels 0.16's console script, run with this interpreter and its compat folders.
 KERNELS_016_MAIN = "import sys; sys.argv[0] = 'kernels'; from kernels.cli import main; sys.exit(main())"
 SMALL = 3
-ROWS = ("help", "lock", "download", "verify", "hashing")
-
-
-@dataclass(frozen=True)
-class Sample:
-    """The median wall time of one command and the requests it made (median per run)."""
-
-    seconds: float
-    requests: int | None = None
-    hub_cpu: float | None = None  # median CPU seconds the local Hub (and its git processes) spent per run
-
-    def show(self) -> str:
-        extra = "" if self.requests is None else f", {self.requests} requests"
-        return f"{self.seconds:.2f} s{extra}"
-
-
-@dataclass(frozen=True)
-class Tool:
-    """How to run one tool's CLI, and the environment it runs in."""
-
-    name: str
-    slug: str
-    argv: list[str]
-    env: dict[str, str]
-
-    def run(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        result = subprocess.run(
-            [*self.argv, *args], env={**self.env, **(extra_env or {})}, capture_output=True, text=True, timeout=600
-        )
-        if result.returncode != 0:
-            raise SystemExit(f"{self.name} {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-3000:]}")
-        return result
-
-
-def cpu_seconds(pid: int | None) -> float | None:
-    """CPU time of process ``pid`` and of its children it has waited for (Linux /proc); None
-    where it cannot be read."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError, TypeError):
-        return None
-    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
-def timed(run, *, runs: int, proxy: FaultProxy | None = None, before=None, hub_pid: int | None = None) -> Sample:
-    """Median wall time of ``run()`` over ``runs`` runs (after one untimed run), the
-    median number of requests the proxy saw per run, and the median CPU time of the
-    local Hub's process ``hub_pid`` per run."""
-    if before:
-        before()
-    run()  # warm the file cache, bytecode and the Hub's own caches
-    seconds, counts, hub = [], [], []
-    for _ in range(runs):
-        if before:
-            before()
-        if proxy:
-            proxy.reset_counts()
-        hub_before = cpu_seconds(hub_pid)
-        start = time.perf_counter()
-        run()
-        seconds.append(time.perf_counter() - start)
-        hub_after = cpu_seconds(hub_pid)
-        if hub_before is not None and hub_after is not None:
-            hub.append(hub_after - hub_before)
-        if proxy:
-            counts.append(proxy.total_requests())
-    return Sample(statistics.median(seconds), round(statistics.median(counts)) if counts else None,
-                  statistics.median(hub) if hub else None)  # fmt: skip
+ROWS = ("help", "lock", "download", "verify", "hashing", "lock-layer", "signed", "signed-lock", "waves")
 
 
 def build_kernels(mirrors: Path, count: int) -> list[str]:
@@ -153,8 +113,11 @@ def tools(root: Path, endpoint: str) -> tuple[Tool, Tool]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KERNELS_"))}
 
     def env(slug: str) -> dict[str, str]:
+        # A state folder of its own too (kernel-deps keeps per-user state under XDG_STATE_HOME):
+        # nothing a run does reads or writes the user's home.
         return {**base, "HF_ENDPOINT": endpoint, "HF_HOME": str(root / f"home-{slug}"),
-                "HF_HUB_CACHE": str(root / f"cache-{slug}"), "HF_HUB_DISABLE_TELEMETRY": "1"}  # fmt: skip
+                "HF_HUB_CACHE": str(root / f"cache-{slug}"), "XDG_STATE_HOME": str(root / f"state-{slug}"),
+                "HF_HUB_DISABLE_TELEMETRY": "1"}  # fmt: skip
 
     ours = Tool("kernel-deps", "ours", [str(Path(sys.executable).with_name("kernels"))], env("ours"))
     theirs_env = env("kernels016")
@@ -172,7 +135,6 @@ def ratio(ours: Sample, theirs: Sample | None) -> str:
 
 
 Row = tuple[str, str, str, str, str]  # what, kernel-deps, kernels 0.16, kernel-deps against 0.16, goal and verdict
-Goal = tuple[str, str, str]  # measure, this run's figure, goal and verdict
 
 # The limits kernel-deps is held to, each a ratio within one run (so that load on the
 # machine, which slows both sides alike, does not decide it): start-up against a Python
@@ -182,10 +144,6 @@ HELP_GOAL = 1.2
 VERIFY_GOAL = 1.5
 DOWNLOAD_GOAL = 1.5
 LOCK_SCALE_GOAL = 1.3
-
-
-def goal(measure: str, value: float, limit: float, unit: str = "x") -> Goal:
-    return measure, f"{value:.2f}{unit}", f"<= {limit:g}{unit}: {_met(value <= limit)}"
 
 
 def import_click(runs: int) -> Sample:
@@ -438,7 +396,7 @@ def hashing_row(files: int, mb: int) -> tuple[Row, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--kernels", type=int, default=20, help="kernels in the large lock row")
+    parser.add_argument("--kernels", type=int, default=20, help="kernels in the large lock rows (lock, lock-layer, signed-lock)")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds added to every request while locking")
     parser.add_argument("--hash-files", type=int, default=4)
     parser.add_argument("--hash-mb", type=int, default=64)
@@ -450,15 +408,26 @@ def main() -> None:
     runs = args.runs
     rows: list[Row] = []
     goals: list[Goal] = []
+    tables: list[tuple[tuple[str, ...], list[tuple[str, ...]], list[str]]] = []  # header, rows, lines after
     baseline = None
     load_before = os.getloadavg()[0]
     speed = None
 
     with tempfile.TemporaryDirectory(prefix="kernel-deps-compare-") as tmp:
         root = Path(tmp)
-        names = build_kernels(root / "mirrors", max(args.kernels, SMALL))
-        with LocalHub(root / "mirrors", root / "olah") as hub, FaultProxy(hub.url) as proxy:
+        large = max(args.kernels, SMALL)
+        names = build_kernels(root / "mirrors", large if wanted & {"lock", "lock-layer"} else SMALL)
+        signed = SignedKernels(root, large if "signed-lock" in wanted else WARM) if wanted & {"signed", "signed-lock"} else None
+        if "waves" in wanted:
+            build_wave_kernels(root / "mirrors")
+        with contextlib.ExitStack() as servers:
+            hub = servers.enter_context(LocalHub(root / "mirrors", root / "olah"))
+            proxy = servers.enter_context(FaultProxy(hub.url))
+            # client -> its own fault proxy -> the concurrent caching layer -> olah
+            layer = servers.enter_context(CachingHub(hub.url))
+            fast = servers.enter_context(FaultProxy(layer.url))
             ours, theirs = tools(root, proxy.url)
+            print(f"kernel-deps under test: {ours_location(ours)}", flush=True)
             click = import_click(runs)
             speed = hub_speed(hub.url, names)
             if "help" in wanted:
@@ -469,6 +438,21 @@ def main() -> None:
                 rows.append(download_row(ours, theirs, root, names, proxy, runs, click, goals))
             if "verify" in wanted:
                 rows.append(verify_row(ours, root, names, proxy, click, runs, goals))
+            if "lock-layer" in wanted:
+                projects = {count: lock_project_dir(root / "layer", ours, names[:count]) for count in (SMALL, large)}
+                found, note = lock_layer_rows(ours, root / "layer", projects, proxy, fast, layer, runs, args.latency, goals)
+                tables.append(((f"lock of {large} against lock of {SMALL}", f"lock {large}", f"lock {SMALL}", "ratio", "goal"),
+                               found, [note]))  # fmt: skip
+            if "signed" in wanted:
+                found, note = warm_rows(signed, root / "signed", ours, fast, layer, runs, goals)
+                tables.append((SIGNED_HEADER, found, [note]))
+            if "signed-lock" in wanted:
+                found, note = signed_lock_row(signed, root / "signed", ours, fast, layer, runs, large, args.latency, goals)
+                tables.append((SIGNED_HEADER, found, [note]))
+            if "waves" in wanted:
+                found, note, trace = waves_rows(ours, root, fast, layer, runs, goals)
+                tables.append((("round trips", f"lock at {WAVE_LATENCY * 1000:.0f} ms", "lock at 0 ms", "round trips", "goal"),
+                               found, [note, "", f"trace of one lock at {WAVE_LATENCY * 1000:.0f} ms per request:", *trace]))  # fmt: skip
     if "hashing" in wanted:  # in this process, no Hub
         row, baseline = hashing_row(args.hash_files, args.hash_mb)
         rows.append(row)
@@ -478,20 +462,24 @@ def main() -> None:
     print(f"load average (1 min) {load_before:.2f} before, {os.getloadavg()[0]:.2f} after; `import click` {click.seconds:.3f} s")
     if speed:
         print(f"local Hub (olah), per request: {speed.show()}")
-    print("| what | kernel-deps | kernels 0.16 | kernel-deps against 0.16 | goal |")
-    print("| --- | --- | --- | --- | --- |")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    if rows:
+        print_table(("what", "kernel-deps", "kernels 0.16", "kernel-deps against 0.16", "goal"), rows)
+    for header, found, after in tables:
+        print()
+        print_table(header, found)
+        for line in after:
+            print(line)
     if goals:
         print()
-        print(f"| measure (this run; {args.latency * 1000:.0f} ms per Hub request while locking) | figure | goal |")
-        print("| --- | --- | --- |")
-        for measured in goals:
-            print("| " + " | ".join(measured) + " |")
+        print_table((f"measure (this run; {args.latency * 1000:.0f} ms per Hub request while locking)", "figure", "goal"), goals)
 
 
-def _met(ok: bool) -> str:
-    return "met" if ok else "NOT met"
+def ours_location(ours: Tool) -> str:
+    """Where the kernel-deps that ``ours`` runs is imported from (an installed wheel's folder
+    when it is first on PYTHONPATH), and whether its bytecode is written."""
+    probe = "import kernel_deps, sys; print(kernel_deps.__file__, 'bytecode written' if not sys.dont_write_bytecode else 'PYTHONDONTWRITEBYTECODE set')"
+    python = Path(sys.executable)
+    return subprocess.run([str(python), "-c", probe], env=ours.env, capture_output=True, text=True, check=True).stdout.strip()
 
 
 if __name__ == "__main__":
