@@ -2,10 +2,11 @@
 
 A receipt says "kernel-deps verified exactly these inputs here and the bundle proved this
 signer". Its inputs (:func:`inputs_of`) are everything that could change what verification
-concludes: this format's version and kernel-deps', the installed sigstore's version (the
-name of its ``.dist-info`` folder, read without importing it), the kernel and build, the
-SHA-256 of the ``metadata.json`` bytes and of the bundle bytes, the SHA-256 of the trusted
-root's content and the allowed identities as applied. Only a verified signer is kept; a
+concludes: this format's version (:data:`FORMAT`, raised whenever kernel-deps changes what
+it asks of a bundle), the installed sigstore's version (the name of its ``.dist-info``
+folder, read without importing it), the kernel and build, the SHA-256 of the
+``metadata.json`` bytes and of the bundle bytes, the SHA-256 of the trusted root's content
+and the allowed identities as applied. Only a verified signer is kept; a
 refusal never is.
 
 What binds a receipt is a key of 32 random bytes in
@@ -34,7 +35,7 @@ from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
 from kernel_deps.core.errors import KernelDepsError
 from kernel_deps.trust.signers import Identity, SignaturePolicy, VariantSigner
 
-FORMAT = 1
+FORMAT = 1  # raise it with any change to what verify_bundle / variant_signer ask of a bundle
 FOLDER = "kernel-deps"
 KEY_NAME = "receipt-key"
 RECEIPTS = "receipts"
@@ -77,10 +78,8 @@ def inputs_of(
     verifier = sigstore_version()
     if verifier is None:
         return None
-    from kernel_deps import __version__
-
     document = {
-        "format": FORMAT, "kernel_deps": __version__, "sigstore": verifier, "repo_id": repo_id, "variant": variant,
+        "format": FORMAT, "sigstore": verifier, "repo_id": repo_id, "variant": variant,
         "metadata_sha256": hashlib.sha256(metadata).hexdigest(), "bundle_sha256": hashlib.sha256(bundle).hexdigest(),
         "trusted_root_sha256": hashlib.sha256(root).hexdigest(),
         "identities": [_identity(i) for i in policy.identities],
