@@ -30,7 +30,7 @@ import os
 import stat
 from pathlib import Path
 
-from kernel_deps.core import jsondoc, ownedfs
+from kernel_deps.core import jsondoc
 from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
 from kernel_deps.core.errors import KernelDepsError
 from kernel_deps.trust.signers import Identity, SignaturePolicy, VariantSigner
@@ -134,6 +134,8 @@ def record(inputs: bytes, signer: VariantSigner) -> None:
     key = _key(folder, create=True) if folder is not None else None
     if key is None or not _private_folder(folder / RECEIPTS, create=True):
         return
+    from kernel_deps.core import ownedfs  # only a miss writes: a hit imports nothing it does not read with
+
     content = signer.to_dict()
     data = _canonical({"format": FORMAT, "signer": content, "mac": _content_mac(key, inputs, content)})
     try:
@@ -150,6 +152,8 @@ def _key(folder: Path, *, create: bool) -> bytes | None:
     path = folder / KEY_NAME
     key = _read_private(path, KEY_BYTES, owned=True)
     if key is None and create and not os.path.lexists(path):
+        from kernel_deps.core import ownedfs
+
         try:
             ownedfs.write_file(folder.parent, path, os.urandom(KEY_BYTES), mode=0o600, exclusive=True)
         except FileExistsError:
