@@ -22,6 +22,7 @@ imports sigstore, cryptography or pydantic; receipts are written through
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import importlib.util
@@ -88,9 +89,11 @@ def inputs_of(
     return _canonical(document)
 
 
+@functools.cache
 def sigstore_version() -> str | None:
     """The version of the sigstore that would verify, from its ``sigstore-<version>.dist-info``
-    folder beside the package (no import, one listing of that folder); None when not found."""
+    folder beside the package (no import, one listing of that folder, once per process: the
+    sigstore a process imports is the one it keeps); None when not found."""
     spec = importlib.util.find_spec("sigstore")
     if spec is None or not spec.submodule_search_locations:
         return None
