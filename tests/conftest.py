@@ -41,6 +41,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             items[:] = [item for item in items if not item.get_closest_marker(marker)]
 
 
+@pytest.fixture(autouse=True)
+def private_state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test keeps kernel-deps' state (its verification receipts and their key) in a
+    folder of its own, never in the developer's ~/.local/state; the folder is returned."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
+
+
 @dataclass
 class HubWorld:
     """The running local Hub and the repositories it serves."""

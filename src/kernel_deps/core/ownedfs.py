@@ -10,7 +10,8 @@ refused as one :class:`~kernel_deps.core.errors.LinkedPathError` naming it, neve
 followed, and the check cannot be raced by swapping a folder for a link afterwards:
 
 - :func:`write_file` places bytes through a temporary in the verified folder, renamed
-  over the target; a link at the target is refused, not replaced.
+  over the target (or, ``exclusive``, linked to a name no file holds yet); a link at the
+  target is refused, not replaced.
 - :func:`place_file` makes a file a hard link to (else a copy of) another file, the same way.
 - :func:`remove` deletes a file, a link (as a link) or a whole tree, never following a
   link inside it; :func:`remove_empty_folders` removes folders left empty, upwards.
@@ -153,20 +154,27 @@ def is_within(path: Path, folder: Path) -> bool:
     return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
 
 
-def write_file(root: Path, path: Path, data: bytes) -> None:
+def write_file(root: Path, path: Path, data: bytes, *, mode: int = 0o666, exclusive: bool = False) -> None:
     """Replace ``path`` (below ``root``) with ``data`` atomically, making its folders;
-    LinkedPathError for a link at ``path`` or on the way, OSError for the rest."""
+    LinkedPathError for a link at ``path`` or on the way, OSError for the rest. ``mode`` is
+    the new file's permission bits (less the umask); with ``exclusive``, a file already at
+    ``path`` is kept and FileExistsError raised, so that of writers racing, one wins and all
+    then read the same file."""
     *folders, name = _parts(root, path)
     with _folder(root, folders, create=True) as folder:
         _check_target(folder, name, Path(path))
         temp = f".{name}.{os.urandom(6).hex()}.tmp"
-        fd = os.open(**_at(folder, temp), flags=_NEW_FILE_FLAGS, mode=0o666)
+        fd = os.open(**_at(folder, temp), flags=_NEW_FILE_FLAGS, mode=mode)
         try:
             with os.fdopen(fd, "wb") as file:
                 file.write(data)
                 file.flush()
                 os.fsync(file.fileno())
-            _replace(folder, temp, name)
+            if exclusive:
+                _link_new(folder, temp, name)
+                _unlink_quietly(folder, temp)
+            else:
+                _replace(folder, temp, name)
         except BaseException:
             _unlink_quietly(folder, temp)
             raise
@@ -273,6 +281,14 @@ def _replace(folder: int | Path, source: str, target: str) -> None:
         os.replace(source, target, src_dir_fd=folder, dst_dir_fd=folder)
     else:
         os.replace(folder / source, folder / target)
+
+
+def _link_new(folder: int | Path, source: str, target: str) -> None:
+    """``target`` made a second name of the complete file ``source``; FileExistsError when taken."""
+    if isinstance(folder, int):
+        os.link(source, target, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+    else:
+        os.link(folder / source, folder / target, follow_symlinks=False)
 
 
 def _unlink_quietly(folder: int | Path, name: str) -> None:

@@ -57,7 +57,7 @@ def download_lock(
         if not is_valid_variant_name(task.variant):
             raise UnsafeRepoContentError(f"{task.variant!r} is not a valid variant name", subject=task.kernel.repo_id)
     progress.start(tasks)
-    if any(task.variant in task.kernel.signatures for task in tasks):
+    if any(task.variant in task.kernel.signatures and not _has_receipt(task, root, policy) for task in tasks):
         _prepare_verifier(policy)  # sigstore's import overlaps the hashing of the cached files
     cached: list[VariantTask] = []
     fetched: list[VariantTask] = []
@@ -117,6 +117,16 @@ def download_lock(
     order = {id(task): i for i, task in enumerate(tasks)}
     outcomes.sort(key=lambda outcome: order[id(outcome.task)])
     return DownloadReport(cached, fetched, files_fetched, bytes_fetched, root, outcomes)
+
+
+def _has_receipt(task: VariantTask, root: Path, policy: SignaturePolicy) -> bool:
+    """Whether the cached bundle of ``task`` was verified here before, as far as the unproven
+    bytes tell: when every signed one was, sigstore is never imported (the check after the
+    files are proven decides, and imports it itself on a miss)."""
+    from kernel_deps.trust.signatures import receipt_held
+
+    folder = cache.variant_dir(cache.repo_dir(task.kernel.repo_id, root=root), task.kernel.sha, task.variant)
+    return receipt_held(task.kernel.repo_id, task.variant, folder, policy)
 
 
 def _prepare_verifier(policy: SignaturePolicy) -> None:

@@ -67,11 +67,13 @@ def public_good_root() -> Path:
 
 
 def verify_bundle(
-    data: bytes, bundle: bytes, trusted_root: Path | None, allowed: Sequence[Sequence[Identity]] = ()
+    data: bytes, bundle: bytes, trusted_root: Path | None, allowed: Sequence[Sequence[Identity]] = (),
+    root_content: bytes | None = None,
 ) -> CertifiedSigner:
     """The signer of ``data``, proven by ``bundle`` under ``trusted_root`` (None: the public-good
     root); BundleError when it does not prove it, with ``not_allowed`` when the signature is
-    valid but its certificate is none of an ``allowed`` list's identities (each non-empty list must hold one)."""
+    valid but its certificate is none of an ``allowed`` list's identities (each non-empty list must hold one).
+    ``root_content``: the root's bytes as the caller read them (a receipt names exactly those), not read again."""
     from sigstore.errors import Error as SigstoreError
     from sigstore.errors import VerificationError
     from sigstore.models import Bundle, InvalidBundle
@@ -87,7 +89,7 @@ def verify_bundle(
         parsed = Bundle.from_json(bundle)
     except (InvalidBundle, ValueError) as exc:
         raise BundleError(f"a file that is not a Sigstore bundle ({_short(exc)})") from None
-    verifier = _verifier(trusted_root)
+    verifier = _verifier(trusted_root, root_content)
     try:
         verifier.verify_artifact(data, parsed, _AnyCertificate())
     except (VerificationError, SigstoreError, ValueError) as exc:
@@ -133,15 +135,15 @@ class _AnyCertificate:
         return None
 
 
-def _verifier(trusted_root: Path | None) -> Any:
-    """sigstore's Verifier for a trusted root file, built once per content."""
+def _verifier(trusted_root: Path | None, content: bytes | None = None) -> Any:
+    """sigstore's Verifier for a trusted root file (its ``content`` when already read), built once per content."""
     from sigstore.errors import Error as SigstoreError
     from sigstore.verify import Verifier
 
     path = trusted_root or public_good_root()
     try:
         # Named by a checkout's pyproject.toml: a regular file of at most the limit, never a FIFO's wait.
-        content = read_bounded(path, PROJECT_FILE_LIMIT)
+        content = read_bounded(path, PROJECT_FILE_LIMIT) if content is None else content
     except OSError as exc:
         raise TrustedRootError(f"{path}: cannot read the trusted root: {exc.strerror or exc}") from None
     key = (str(path), content)

@@ -128,11 +128,20 @@ def variant_signer(
     if metadata is None:
         expected = "the metadata.json its bundle signs"
         return None, VariantRefusal(repo_id, variant, "invalid", expected, "no metadata.json")
+    from kernel_deps.trust import receipts
+
+    # A receipt of this very verification (the same bytes, root, policy and verifier) stands
+    # for it: no sigstore import. The root's bytes read here are the ones verified under.
+    root = receipts.trusted_root_content(policy)
+    inputs = receipts.inputs_of(repo_id, variant, metadata, bundle, policy, root) if root is not None else None
+    held = receipts.recall(inputs) if inputs is not None else None
+    if held is not None and held.metadata_sha256 == hashlib.sha256(metadata).hexdigest():
+        return held, None
     from kernel_deps.trust.bundles import BundleError, TrustedRootError, verify_bundle
 
     allowed = (policy.identities, policy.kernel_identities.get(repo_id, ()))
     try:
-        certified = verify_bundle(metadata, bundle, policy.trusted_root, allowed)
+        certified = verify_bundle(metadata, bundle, policy.trusted_root, allowed, root)
     except TrustedRootError as exc:
         raise UsageError(f"[tool.kernels.trust] trusted-root: {exc}", subject=PYPROJECT_NAME) from None
     except BundleError as exc:
@@ -141,7 +150,7 @@ def variant_signer(
             return None, VariantRefusal(repo_id, variant, "invalid", f"a valid signature under {root}",
                                         exc.reason)  # fmt: skip
         # Signed, by someone else: say who, by the facts of the certificate that failed the policy.
-        certified = _unchecked_signer(metadata, bundle, policy)
+        certified = _unchecked_signer(metadata, bundle, policy, root)
         facts = (certified.issuer, certified.repository, certified.workflow, certified.ref)
         rule, identities = policy.refused_by(repo_id, *facts) or ("identities", policy.identities)
         expected = " or ".join(i.describe() for i in identities) or exc.reason
@@ -151,14 +160,34 @@ def variant_signer(
         issuer=certified.issuer, identity=certified.identity, repository=certified.repository,
         workflow=certified.workflow, ref=certified.ref, metadata_sha256=hashlib.sha256(metadata).hexdigest(),
     )  # fmt: skip
+    if inputs is not None:
+        receipts.record(inputs, signer)  # only a verified signer is ever kept
     return signer, None
 
 
-def _unchecked_signer(metadata: bytes, bundle: bytes, policy: SignaturePolicy) -> CertifiedSigner:
+def receipt_held(repo_id: str, variant: str, folder: Path, policy: SignaturePolicy) -> bool:
+    """Whether the build cached in ``folder`` has a receipt under ``policy``, read before its
+    files are proven: only to tell whether sigstore will be needed (the check after the proof
+    reads the bytes again and decides)."""
+    from kernel_deps.trust import receipts
+    from kernel_deps.trust.bundles import MAX_BUNDLE_BYTES
+    from kernel_deps.core.boundedread import read_bounded
+
+    root = receipts.trusted_root_content(policy)
+    try:
+        metadata = read_bounded(folder / digests.METADATA_NAME, MAX_BUNDLE_BYTES)
+        bundle = read_bounded(folder / digests.BUNDLE_NAME, MAX_BUNDLE_BYTES)
+    except OSError:
+        return False
+    inputs = receipts.inputs_of(repo_id, variant, metadata, bundle, policy, root) if root is not None else None
+    return inputs is not None and receipts.recall(inputs) is not None
+
+
+def _unchecked_signer(metadata: bytes, bundle: bytes, policy: SignaturePolicy, root: bytes | None) -> CertifiedSigner:
     """Who signed a bundle whose signature is valid but whose signer the policy refused."""
     from kernel_deps.trust.bundles import verify_bundle
 
-    return verify_bundle(metadata, bundle, policy.trusted_root)
+    return verify_bundle(metadata, bundle, policy.trusted_root, root_content=root)
 
 
 def listing_digest_problems(
