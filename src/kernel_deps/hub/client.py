@@ -182,13 +182,15 @@ class HubClient:
             return []
         return check_listing(repo_id, commit, folder, entries)
 
-    def list_commit(self, repo_id: str, commit: str) -> CommitListing:
+    def list_commit(self, repo_id: str, commit: str, *, repo_type: str | None = None) -> CommitListing:
         """Every file under ``build/`` at ``commit``, each checked, and the names at the top
         of the repo, from one recursive listing of the whole commit: an optional file beside
         ``build/`` (``kernel-status.toml``) is found without a request of its own, and
         without asking for a missing file (which some servers answer with retryable 5xx
-        errors). Entries outside ``build/`` are never fetched, so only their names count."""
-        entries = self._list_tree(repo_id, commit, "", recursive=True)
+        errors). Entries outside ``build/`` are never fetched, so only their names count.
+        ``repo_type`` asks the repo as that type without listing its refs first (by default
+        its type is the one its refs were found as)."""
+        entries = self._list_tree(repo_id, commit, "", recursive=True, repo_type=repo_type)
         prefix = BUILD_DIR + "/"
         build = [e for e in entries if not isinstance(e["path"], str) or e["path"].startswith(prefix)]
         top = frozenset(e["path"].partition("/")[0] for e in entries if isinstance(e["path"], str))
@@ -270,10 +272,12 @@ class HubClient:
         self.transport.stream(url, RequestSubject(repo_id, commit, path), write, headers=range_header)
         return received
 
-    def _list_tree(self, repo_id: str, commit: str, folder: str, *, recursive: bool) -> list[dict]:
+    def _list_tree(
+        self, repo_id: str, commit: str, folder: str, *, recursive: bool, repo_type: str | None = None
+    ) -> list[dict]:
         """The tree entries under ``folder`` at ``commit``, following pagination;
         :class:`PathNotFoundError` when the commit exists but ``folder`` does not."""
-        url: str | None = self._api_url(repo_id, f"tree/{commit}/{folder}").rstrip("/")
+        url: str | None = self._api_url(repo_id, f"tree/{commit}/{folder}", repo_type).rstrip("/")
         params: dict | None = {"recursive": str(recursive).lower(), "expand": "false"}
         entries: list[dict] = []
         first = True
@@ -324,7 +328,7 @@ class HubClient:
         self._root_without_slash = True
         return resp
 
-    def _api_url(self, repo_id: str, tail: str) -> str:
-        """``<endpoint>/api/<kernels|models>/<repo_id>/<tail>`` for the repo's type."""
-        plural = REPO_TYPE_PLURALS[self.repo_type(repo_id)]
+    def _api_url(self, repo_id: str, tail: str, repo_type: str | None = None) -> str:
+        """``<endpoint>/api/<kernels|models>/<repo_id>/<tail>`` for ``repo_type``, by default the repo's."""
+        plural = REPO_TYPE_PLURALS[repo_type or self.repo_type(repo_id)]
         return f"{self.endpoint}/api/{plural}/{repo_id}/{tail}"

@@ -1,0 +1,94 @@
+"""Reads a lock starts before a commit's listing arrives, from the listing of the main branch.
+
+The Hub protocol orders each kernel's requests: its refs (which name the commits), then the
+listing of the commit picked (which names its files and their content hashes), then its
+``metadata.json`` files, whose ``kernel-depends`` name the next kernels. For a repo the run
+holds no pin for, :class:`~kernel_deps.hub.index.KernelIndex` asks for the listing of the
+branch ``main`` alongside the refs (:func:`list_main_soon`). Once the refs name the commit the
+resolver would most likely pick, the ``metadata.json`` files and signature bundles that
+listing shows are read at that commit (:func:`read_early`), beside the commit's own listing
+instead of after it: a wave of requests less per kernel, for one request more.
+
+The hint only decides which paths are asked for early, never what is locked: each read names
+the picked commit, and its bytes are taken only for a file whose content hash, as the commit's
+own listing gives it, they hash to (:func:`early_bytes`). A main branch that moved between the
+two answers, or a commit whose variants differ from main's, costs the reads wasted and the
+normal ones a wave later; the lock is the same.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kernel_deps.cache import store as cache
+from kernel_deps.core.settings import BUILD_DIR, KERNEL, KERNEL_STATUS_NAME
+from kernel_deps.core.variants import is_valid_variant_name
+from kernel_deps.hub.client import MAX_SMALL_FILE_BYTES, CommitListing
+from kernel_deps.trust.digests import BUNDLE_NAME
+
+if TYPE_CHECKING:
+    from kernel_deps.hub.index import KernelIndex
+
+MAIN = "main"
+# The files of a variant read early: what resolving (kernel-depends) and signing (its bundle) read.
+EARLY_NAMES = ("metadata.json", BUNDLE_NAME)
+
+
+def list_main_soon(index: KernelIndex, repo_id: str) -> None:
+    """Ask for the listing of ``repo_id``'s main branch in the background, once per run, as a
+    kernel repo (a legacy model repo's is refused and costs the request only); not for a repo
+    the cache holds files of, whose ``metadata.json`` files are most likely there already."""
+    if _cached_before(cache.repo_dir(repo_id, KERNEL, index.cache_root)):
+        return
+    index.start_once(("main-hint", repo_id), lambda: index.hub.list_commit(repo_id, MAIN, repo_type=KERNEL))
+
+
+def _cached_before(repo: Path) -> bool:
+    try:
+        with os.scandir(repo / "blobs") as found:
+            return next(found, None) is not None
+    except OSError:  # none, or unreadable: nothing to go by
+        return False
+
+
+def _hint(index: KernelIndex, repo_id: str) -> CommitListing | None:
+    """The listing of the main branch, once it has answered; None when it was not asked or failed."""
+    found = index.answer_of(("main-hint", repo_id))
+    return found if isinstance(found, CommitListing) else None
+
+
+def shows_no_redirect(index: KernelIndex, repo_id: str) -> bool:
+    """Whether the main branch was listed and holds no ``kernel-status.toml`` (the repo most
+    likely does not redirect, so reading its builds early is not likely wasted)."""
+    hint = _hint(index, repo_id)
+    return hint is not None and KERNEL_STATUS_NAME not in hint.top_level
+
+
+def read_early(index: KernelIndex, repo_id: str, commit: str) -> None:
+    """Read, at ``commit``, each ``metadata.json`` and bundle the main branch's listing shows,
+    in the background (one read per distinct content, none for content the cache holds)."""
+    hint = _hint(index, repo_id)
+    if hint is None or index.refs(repo_id).repo_type != KERNEL:
+        return
+    repo = cache.repo_dir(repo_id, KERNEL, index.cache_root)
+    first: dict[str, str] = {}  # content hash -> the first path that shows it
+    for entry in sorted(hint.build_files, key=lambda e: e.path):
+        variant, _, name = entry.path[len(BUILD_DIR) + 1:].partition("/")
+        if name in EARLY_NAMES and is_valid_variant_name(variant):
+            first.setdefault(entry.content_hash, entry.path)
+    if any(path.endswith("/" + BUNDLE_NAME) for path in first.values()):
+        index.met_signed()
+    for content_hash, path in first.items():
+        if cache.read_blob(repo, content_hash, MAX_SMALL_FILE_BYTES) is None:
+            index.start_once(("early", repo_id, commit, content_hash),
+                             lambda p=path: index.hub.read_small_file(repo_id, commit, p))  # fmt: skip
+
+
+def early_bytes(index: KernelIndex, repo_id: str, commit: str, content_hash: str) -> bytes | None:
+    """The bytes read early at ``commit`` for content the main branch lists as ``content_hash``
+    (waiting for the read if it is under way); None when none was read or it failed. The
+    caller checks them against the commit's own listing."""
+    found = index.answer_of(("early", repo_id, commit, content_hash))
+    return found if isinstance(found, bytes) else None
