@@ -11,7 +11,7 @@ instead of after it: a wave of requests less per kernel, for one request more.
 
 The hint only decides which paths are asked for early, never what is locked: each read names
 the picked commit, and its bytes are taken only for a file whose content hash, as the commit's
-own listing gives it, they hash to (:func:`early_bytes`). A main branch that moved between the
+own listing gives it, they hash to (:func:`early_bytes`), then kept in the cache as every read is. A main branch that moved between the
 two answers, or a commit whose variants differ from main's, costs the reads wasted and the
 normal ones a wave later; the lock is the same.
 """
@@ -26,6 +26,7 @@ from kernel_deps.cache import store as cache
 from kernel_deps.core.settings import BUILD_DIR, KERNEL, KERNEL_STATUS_NAME
 from kernel_deps.core.variants import is_valid_variant_name
 from kernel_deps.hub.client import MAX_SMALL_FILE_BYTES, CommitListing
+from kernel_deps.hub.listing import TreeFile
 from kernel_deps.trust.digests import BUNDLE_NAME
 
 if TYPE_CHECKING:
@@ -73,22 +74,29 @@ def read_early(index: KernelIndex, repo_id: str, commit: str) -> None:
     if hint is None or index.refs(repo_id).repo_type != KERNEL:
         return
     repo = cache.repo_dir(repo_id, KERNEL, index.cache_root)
-    first: dict[str, str] = {}  # content hash -> the first path that shows it
+    first: dict[str, str] = {}  # content hash in main's listing -> the first path that shows it
     for entry in sorted(hint.build_files, key=lambda e: e.path):
         variant, _, name = entry.path[len(BUILD_DIR) + 1:].partition("/")
         if name in EARLY_NAMES and is_valid_variant_name(variant):
             first.setdefault(entry.content_hash, entry.path)
     if any(path.endswith("/" + BUNDLE_NAME) for path in first.values()):
         index.met_signed()
+    index.put(("early-paths", repo_id, commit), first)
     for content_hash, path in first.items():
         if cache.read_blob(repo, content_hash, MAX_SMALL_FILE_BYTES) is None:
-            index.start_once(("early", repo_id, commit, content_hash),
+            index.start_once(("early", repo_id, commit, path),
                              lambda p=path: index.hub.read_small_file(repo_id, commit, p))  # fmt: skip
 
 
-def early_bytes(index: KernelIndex, repo_id: str, commit: str, content_hash: str) -> bytes | None:
-    """The bytes read early at ``commit`` for content the main branch lists as ``content_hash``
-    (waiting for the read if it is under way); None when none was read or it failed. The
-    caller checks them against the commit's own listing."""
-    found = index.answer_of(("early", repo_id, commit, content_hash))
-    return found if isinstance(found, bytes) else None
+def early_bytes(index: KernelIndex, repo_id: str, commit: str, entry: TreeFile) -> bytes | None:
+    """The bytes read early at ``commit`` that are the content ``entry`` (of the commit's own
+    listing) names: read at its path, or at the path main's listing shows with that content
+    (waiting for the read if it is under way); None when there are none."""
+    shown = index.answer_of(("early-paths", repo_id, commit))
+    paths = (entry.path, shown.get(entry.content_hash) if isinstance(shown, dict) else None)
+    kind = cache.hash_kind(entry.content_hash)
+    for path in dict.fromkeys(p for p in paths if p is not None):
+        data = index.answer_of(("early", repo_id, commit, path))
+        if isinstance(data, bytes) and cache.content_hash_of_bytes(data, kind) == entry.content_hash:
+            return data
+    return None

@@ -221,7 +221,7 @@ class KernelIndex(RunMemo):
         newest release's: looking costs no request of its own then."""
 
         def fetch() -> Redirect | None:
-            main = next((r.commit for r in self.refs(repo_id).refs if r.kind == "branch" and r.name == "main"), None)
+            main = self._main_commit(repo_id)
             if main is None or KERNEL_STATUS_NAME not in self.listing(repo_id, main).top_level:
                 return None
             data = self.hub.read_small_file(repo_id, main, KERNEL_STATUS_NAME)
@@ -229,6 +229,9 @@ class KernelIndex(RunMemo):
             return Redirect(found.source, found.destination, found.revision, main)
 
         return self._once(("redirect", repo_id), fetch)
+
+    def _main_commit(self, repo_id: str) -> str | None:
+        return next((r.commit for r in self.refs(repo_id).refs if r.kind == "branch" and r.name == "main"), None)
 
     def redirects_from(self, repo_id: str) -> tuple[Redirect, ...]:
         """The redirects met from ``repo_id`` on: its own, its destination's, and so on, to a
@@ -299,11 +302,10 @@ class KernelIndex(RunMemo):
             repo = cache.repo_dir(repo_id, self.hub.repo_type(repo_id), self.cache_root)
             data = cache.read_blob(repo, entry.content_hash, MAX_SMALL_FILE_BYTES)
             if data is None:
-                data = hints.early_bytes(self, repo_id, commit, entry.content_hash)
-                kind = cache.hash_kind(entry.content_hash)
-                if data is None or cache.content_hash_of_bytes(data, kind) != entry.content_hash:
-                    data = self.hub.read_small_file(repo_id, commit, entry.path)  # none read early, or other bytes
-                got = cache.content_hash_of_bytes(data, kind)
+                data = hints.early_bytes(self, repo_id, commit, entry)
+                if data is None:  # none read early, or other content
+                    data = self.hub.read_small_file(repo_id, commit, entry.path)
+                got = cache.content_hash_of_bytes(data, cache.hash_kind(entry.content_hash))
                 if got != entry.content_hash:
                     raise HubError(
                         "the Hub serves content that differs from its listing (Expected "
@@ -347,8 +349,12 @@ class KernelIndex(RunMemo):
                 hints.list_main_soon(self, req.repo_id)
             self.refs(req.repo_id)
             followed = unless_redirected and not held
+            if followed:  # the listing it reads, main's commit (most often the pick), asked at once
+                self._calls.submit(self._quietly, self.redirect, req.repo_id)
             commit = pick(req) if not followed or hints.shows_no_redirect(self, req.repo_id) else None
-            if commit is not None:
+            if commit is not None:  # its listing asked first: the reads wait for main's, not it for them
+                if not followed or commit != self._main_commit(req.repo_id):
+                    self._calls.submit(self._quietly, lambda c: self.listing(req.repo_id, c), commit)
                 hints.read_early(self, req.repo_id, commit)
             if followed and self.redirect(req.repo_id) is not None:
                 return

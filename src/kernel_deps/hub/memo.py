@@ -47,6 +47,15 @@ class RunMemo:
         except RuntimeError:  # closed: left to whoever asks
             pass
 
+    def put(self, key: tuple, value: object) -> None:
+        """Record ``value`` as the answer for ``key``, unless one is known or under way."""
+        with self._lock:
+            if key in self._memo:
+                return
+            slot = self._memo[key] = Once()
+        slot.value = value
+        slot.done.set()
+
     def answer_of(self, key: tuple) -> object:
         """The answer started for ``key`` (waiting for it); None when none was started or it failed."""
         with self._lock:
