@@ -7,13 +7,15 @@ holds no pin for, :class:`~kernel_deps.hub.index.KernelIndex` asks for the listi
 branch ``main`` alongside the refs (:func:`list_main_soon`). Once the refs name the commit the
 resolver would most likely pick, the ``metadata.json`` files and signature bundles that
 listing shows are read at that commit (:func:`read_early`), beside the commit's own listing
-instead of after it: a wave of requests less per kernel, for one request more.
+instead of after it: a wave of requests less per kernel, for one request more. These requests
+are tried once (a file the commit lacks may be answered with a retryable error, and a fault
+costs only the wave they would have saved).
 
 The hint only decides which paths are asked for early, never what is locked: each read names
 the picked commit, and its bytes are taken only for a file whose content hash, as the commit's
-own listing gives it, they hash to (:func:`early_bytes`), then kept in the cache as every read is. A main branch that moved between the
-two answers, or a commit whose variants differ from main's, costs the reads wasted and the
-normal ones a wave later; the lock is the same.
+own listing gives it, they hash to (:func:`early_bytes`), then kept in the cache as every
+read is. A main branch that moved between the two answers, or a commit whose variants differ
+from main's, costs the reads wasted and the normal ones a wave later; the lock is the same.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def list_main_soon(index: KernelIndex, repo_id: str) -> None:
     the cache holds files of, whose ``metadata.json`` files are most likely there already."""
     if _cached_before(cache.repo_dir(repo_id, KERNEL, index.cache_root)):
         return
-    index.start_once(("main-hint", repo_id), lambda: index.hub.list_commit(repo_id, MAIN, repo_type=KERNEL))
+    index.start_once(("main-hint", repo_id), lambda: index.hub.list_commit(repo_id, MAIN, repo_type=KERNEL, retries=0))
 
 
 def _cached_before(repo: Path) -> bool:
@@ -85,7 +87,7 @@ def read_early(index: KernelIndex, repo_id: str, commit: str) -> None:
     for content_hash, path in first.items():
         if cache.read_blob(repo, content_hash, MAX_SMALL_FILE_BYTES) is None:
             index.start_once(("early", repo_id, commit, path),
-                             lambda p=path: index.hub.read_small_file(repo_id, commit, p))  # fmt: skip
+                             lambda p=path: index.hub.read_small_file(repo_id, commit, p, retries=0))  # fmt: skip
 
 
 def early_bytes(index: KernelIndex, repo_id: str, commit: str, entry: TreeFile) -> bytes | None:

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.core.errors import HubError
 from kernel_deps.hub.client import HubClient
+from tests.fixtures.cli import run_kernels
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, DEFAULT_VARIANTS, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.faultproxy import by_kind, waves
 from tests.fixtures.projects import write_project
@@ -216,3 +218,83 @@ def test_a_missing_commit_is_still_a_missing_commit_on_either_hub(hub_env, proxy
             plain_form_only(proxy, 404)
         with pytest.raises(RevisionNotFoundError):
             HubClient(endpoint=proxy.url).list_commit("kernels-test/rotary", missing)
+
+
+def without_main_hints(cache: Path, names: list[str]) -> None:
+    """Make ``cache`` hold a file of each of ``names``, as an earlier command leaves it: a lock
+    then asks for no main branch's listing, and reads each file once its commit's listing
+    names it."""
+    for name in names:
+        blobs = cache / f"kernels--{name.replace('/', '--')}" / "blobs"
+        blobs.mkdir(parents=True)
+        (blobs / ("0" * 40)).write_bytes(b"not the content of this name")
+
+
+def lock_through_the_command(project: Path, proxy, cache: Path) -> bytes:
+    result = run_kernels("lock", str(project), env={"HF_ENDPOINT": proxy.url, "HF_HUB_CACHE": str(cache)})
+    assert result.returncode == 0, result.stderr
+    return (project / "kernels.lock").read_bytes()
+
+
+def test_a_kernel_named_by_another_takes_two_waves_more_and_the_lock_is_the_same(hub_env, proxy, tmp_path) -> None:
+    # A requires C in its metadata.json; B stands alone. Per level of the graph the Hub
+    # protocol orders the refs before the commit's listing and a listing before the files
+    # it names, and C is known only once A's metadata.json has arrived: with main's
+    # listing beside the refs, A's files are read beside A's listing (two waves), then C's
+    # refs go and its files beside its listing (two more). Asked one after another, it was six.
+    a, b, c = (f"kernels-test/named-{x}" for x in "abc")
+    hub_env.add_repo(KernelRepo(c, (Release("1.0.0"), Release("1.1.0"))))
+    hub_env.add_repo(KernelRepo(a, (Release("1.0.0", depends=((c, ">=1"),)), Release("1.1.0", depends=((c, ">=1"),)))))
+    hub_env.add_repo(KernelRepo(b, (Release("1.0.0"), Release("1.1.0"))))
+    deps = f'"{a}" = ">=1"\n"{b}" = ">=1"'
+
+    # The lock made the way it was before main's listings: each file read once its
+    # commit's listing names it, with no latency.
+    without_main_hints(tmp_path / "cache-plain", [a, b, c])
+    plain = lock_through_the_command(write_project(tmp_path / "plain", deps), proxy, tmp_path / "cache-plain")
+    assert not any(path.endswith("/tree/main/") for _, path in proxy.counts)
+
+    proxy.latency = 0.5
+    proxy.reset_counts()
+    slow = lock_through_the_command(write_project(tmp_path / "slow", deps), proxy, tmp_path / "cache-slow")
+    assert slow == plain
+    assert waves(proxy) == 4
+    variants = len(DEFAULT_VARIANTS)
+    assert by_kind(proxy) == {"refs": 3, "tree": 2 * 3, "slash": 0, "file": 3 * variants, "other": 0}
+    assert {request: n for request, n in proxy.counts.items() if n > 1} == {}
+
+
+def misleading_main(change: str):
+    """A ``rewrite_json`` giving a main branch's listing other than the commit it is picked
+    at: its variant folders renamed, or a ``kernel-status.toml`` beside them."""
+
+    def rewrite(path: str, data: list[dict]) -> list[dict]:
+        if not path.endswith("/tree/main/"):
+            return data
+        if change == "status":
+            return [*data, {"type": "file", "oid": "1" * 40, "size": 40, "path": "kernel-status.toml"}]
+        for entry in data:
+            entry["path"] = entry["path"].replace("torch213-", "torch299-")
+        return data
+
+    return rewrite
+
+
+@pytest.mark.parametrize("change", ["variants", "status"])
+def test_a_main_branch_unlike_the_picked_commit_costs_requests_not_the_lock(hub_env, proxy, tmp_path, change) -> None:
+    # Main's listing only decides which files are asked for early; a main that moved since
+    # the refs were listed, or that is not the release picked, changes no byte of the lock.
+    (name,) = add_kernels(hub_env, f"misleading-main-{change}", 1)
+    deps = f'"{name}" = 1'
+    first = lock_through_the_command(write_project(tmp_path / "first", deps), proxy, tmp_path / "cache-first")
+    proxy.rewrite_json = misleading_main(change)
+    proxy.reset_counts()
+    again = lock_through_the_command(write_project(tmp_path / "again", deps), proxy, tmp_path / "cache-again")
+    assert again == first
+    files = {path for _, path in proxy.counts if "/resolve/" in path}
+    assert all(path.endswith("/metadata.json") for path in files)
+    if change == "variants":  # the renamed folders asked for at the commit, in vain
+        assert sum("torch299-" in path for path in files) == 2
+    else:  # the repo may redirect: its builds are read only once its listing is in
+        assert not any("torch299-" in path for path in files)
+    assert by_kind(proxy)["file"] == len(files) == len(DEFAULT_VARIANTS) + (2 if change == "variants" else 0)
