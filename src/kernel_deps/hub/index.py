@@ -13,7 +13,7 @@ that answer.
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Callable, Iterable, Sequence, TypeVar
 
@@ -79,6 +79,7 @@ class KernelIndex(RunMemo):
         held: Iterable[str] = (),
         publishers: Sequence[str] | None = None,
         on_signed: Callable[[], object] | None = None,
+        early: bool = True,
     ) -> None:
         self.hub = hub
         # Prefetch tasks may wait on Hub calls; Hub calls never wait on anything. Two pools
@@ -99,9 +100,9 @@ class KernelIndex(RunMemo):
         # the Hub is never asked about them. Otherwise each repo met whose organization the
         # project does not allow has its organization asked about in the background.
         self.publishers = None if publishers is None else tuple(publishers)
-        # Called once, in the background, when the first signed variant is met (a lock
-        # prepares its signature verifier then, while the resolution's requests are under way).
+        # Run once, in the background, when the first signed variant is met (a lock readies its verifier).
         self.on_signed = on_signed
+        self.early = early  # files read early from main's listing (hints.py); no use when picks wait for listings
         self._pick: Callable[[KernelRequirement], str | None] | None = None  # the prefetch's, for early prefetches
         self.cache_root = cache.cache_root()
 
@@ -195,9 +196,8 @@ class KernelIndex(RunMemo):
             # in the same wave (queued after this commit's metadata.json reads).
             for entry in bundles:
                 self._calls.submit(self._quietly, lambda e: self.small_file(repo_id, commit, e), entry)
-            # The kernels each one names are prefetched as it arrives, not once all have.
-            for read in as_completed(reads):
-                self._prefetch_named(read)
+            for read in reads:  # the kernels each one names prefetched as it arrives, not once all have
+                read.add_done_callback(self._prefetch_named)
             metadata = [read.result() for read in reads]
             found: dict[tuple, KernelRequirement] = {}
             for (variant, _), meta in zip(listed, metadata):
@@ -345,7 +345,7 @@ class KernelIndex(RunMemo):
 
         def warm(req: KernelRequirement) -> None:
             held = req.repo_id in self.held
-            if not held:  # its likely pick is most often main's commit: its files are read early from main's listing
+            if not held and self.early:  # its pick is most often main's commit: read its files early
                 hints.list_main_soon(self, req.repo_id)
             self.refs(req.repo_id)
             followed = unless_redirected and not held
@@ -377,14 +377,13 @@ class KernelIndex(RunMemo):
         """Prefetch the kernels a ``metadata.json`` read names (its redirects followed first),
         as soon as it has arrived; what cannot be read is left to the caller that reads it."""
         pick = self._pick
-        if pick is None or read.exception() is not None:
+        if pick is None or read.cancelled() or read.exception() is not None:
             return
         try:
             named = parse_kernel_depends(read.result().get("kernel-depends", []), source="metadata.json")
-        except PyprojectError:
+            self.prefetch(named, pick, unless_redirected=True)
+        except Exception:  # noqa: BLE001 - not a valid list (raised when read), or the run is over
             return
-        self.prefetch(named, pick, unless_redirected=True)
-
 
 
 def parse_metadata(data: bytes, source: str) -> dict:
