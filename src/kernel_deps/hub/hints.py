@@ -29,14 +29,14 @@ from kernel_deps.core.settings import BUILD_DIR, KERNEL, KERNEL_STATUS_NAME
 from kernel_deps.core.variants import is_valid_variant_name
 from kernel_deps.hub.client import MAX_SMALL_FILE_BYTES, CommitListing
 from kernel_deps.hub.listing import TreeFile
-from kernel_deps.trust.digests import BUNDLE_NAME
+from kernel_deps.trust.digests import BUNDLE_NAME, METADATA_NAME
 
 if TYPE_CHECKING:
     from kernel_deps.hub.index import KernelIndex
 
 MAIN = "main"
 # The files of a variant read early: what resolving (kernel-depends) and signing (its bundle) read.
-EARLY_NAMES = ("metadata.json", BUNDLE_NAME)
+EARLY_NAMES = (METADATA_NAME, BUNDLE_NAME)
 
 
 def list_main_soon(index: KernelIndex, repo_id: str) -> None:
@@ -45,7 +45,8 @@ def list_main_soon(index: KernelIndex, repo_id: str) -> None:
     the cache holds files of, whose ``metadata.json`` files are most likely there already."""
     if _cached_before(cache.repo_dir(repo_id, KERNEL, index.cache_root)):
         return
-    index.start_once(("main-hint", repo_id), lambda: index.hub.list_commit(repo_id, MAIN, repo_type=KERNEL, retries=0))
+    listing = lambda: index.hub.list_commit(repo_id, MAIN, repo_type=KERNEL, retries=0)  # noqa: E731
+    index.start_once(("main-hint", repo_id), listing)
 
 
 def _cached_before(repo: Path) -> bool:
