@@ -186,20 +186,27 @@ class HubClient:
             return []
         return check_listing(repo_id, commit, folder, entries)
 
-    def list_commit(self, repo_id: str, commit: str) -> CommitListing:
+    def list_commit(
+        self, repo_id: str, commit: str, *, repo_type: str | None = None, retries: int | None = None
+    ) -> CommitListing:
         """Every file under ``build/`` at ``commit``, each checked, and the names at the top
         of the repo, from one recursive listing of the whole commit: an optional file beside
         ``build/`` (``kernel-status.toml``) is found without a request of its own, and
         without asking for a missing file (which some servers answer with retryable 5xx
-        errors). Entries outside ``build/`` are never fetched, so only their names count."""
-        entries = self._list_tree(repo_id, commit, "", recursive=True)
+        errors). Entries outside ``build/`` are never fetched, so only their names count.
+        ``repo_type`` asks the repo as that type without listing its refs first (by default
+        its type is the one its refs were found as); ``retries`` other than the client's."""
+        entries = self._list_tree(repo_id, commit, "", recursive=True, repo_type=repo_type, retries=retries)
         prefix = BUILD_DIR + "/"
         build = [e for e in entries if not isinstance(e["path"], str) or e["path"].startswith(prefix)]
         top = frozenset(e["path"].partition("/")[0] for e in entries if isinstance(e["path"], str))
         return CommitListing(tuple(check_listing(repo_id, commit, BUILD_DIR, build)), top)
 
-    def read_small_file(self, repo_id: str, commit: str, path: str, limit: int = MAX_SMALL_FILE_BYTES) -> bytes:
-        """The bytes of one small file at ``commit``; refuses files over ``limit`` bytes."""
+    def read_small_file(
+        self, repo_id: str, commit: str, path: str, limit: int = MAX_SMALL_FILE_BYTES, *, retries: int | None = None
+    ) -> bytes:
+        """The bytes of one small file at ``commit``; refuses files over ``limit`` bytes;
+        ``retries`` other than the client's (0: one attempt, for a file that may be missing)."""
         url = hf_hub_url(repo_id, path, repo_type=self.repo_type(repo_id), revision=commit, endpoint=self.endpoint)
 
         def read(resp: httpx2.Response) -> bytes:
@@ -214,7 +221,7 @@ class HubClient:
                 chunks.append(chunk)
             return b"".join(chunks)
 
-        return self.transport.stream(url, RequestSubject(repo_id, commit), read)
+        return self.transport.stream(url, RequestSubject(repo_id, commit), read, retries=retries)
 
     def commit_history(self, repo_id: str, commit: str) -> set[str]:
         """The commits reachable from ``commit`` (as far back as the Hub lists them)."""
@@ -274,19 +281,22 @@ class HubClient:
         self.transport.stream(url, RequestSubject(repo_id, commit, path), write, headers=range_header)
         return received
 
-    def _list_tree(self, repo_id: str, commit: str, folder: str, *, recursive: bool) -> list[dict]:
+    def _list_tree(
+        self, repo_id: str, commit: str, folder: str, *, recursive: bool, repo_type: str | None = None,
+        retries: int | None = None,
+    ) -> list[dict]:
         """The tree entries under ``folder`` at ``commit``, following pagination;
         :class:`PathNotFoundError` when the commit exists but ``folder`` does not."""
-        url: str | None = self._api_url(repo_id, f"tree/{commit}/{folder}").rstrip("/")
+        url: str | None = self._api_url(repo_id, f"tree/{commit}/{folder}", repo_type).rstrip("/")
         params: dict | None = {"recursive": str(recursive).lower(), "expand": "false"}
         entries: list[dict] = []
         first = True
         try:
             while url:
                 if first and not folder:
-                    resp = self._root_listing(url, RequestSubject(repo_id, commit), params)
+                    resp = self._root_listing(url, RequestSubject(repo_id, commit), params, retries)
                 else:
-                    resp = self.transport.get(url, RequestSubject(repo_id, commit), params=params)
+                    resp = self.transport.get(url, RequestSubject(repo_id, commit), params=params, retries=retries)
                 params, first = None, False  # the next-page URL carries its own query
                 try:
                     items = jsondoc.loads(resp.content)
@@ -309,7 +319,9 @@ class HubClient:
             raise PathNotFoundError(repo_id, commit, folder) from None
         return entries
 
-    def _root_listing(self, url: str, subject: RequestSubject, params: dict | None) -> httpx2.Response:
+    def _root_listing(
+        self, url: str, subject: RequestSubject, params: dict | None, retries: int | None = None
+    ) -> httpx2.Response:
         """The first page of the listing of a whole commit, ``url`` being ``.../tree/<commit>``.
 
         Asked as ``tree/<commit>/``, which the Hub answers as it answers ``tree/<commit>``;
@@ -319,16 +331,16 @@ class HubClient:
         and once that form has answered, only without it for the rest of the run."""
         if not self._root_without_slash:
             try:
-                return self.transport.get(url + "/", subject, params=params)
+                return self.transport.get(url + "/", subject, params=params, retries=retries)
             except (OfflineError, HubAuthError, HubUnavailableError):
                 raise
             except HubError:
                 pass  # refused: perhaps only this form; the plain one decides
-        resp = self.transport.get(url, subject, params=params)
+        resp = self.transport.get(url, subject, params=params, retries=retries)
         self._root_without_slash = True
         return resp
 
-    def _api_url(self, repo_id: str, tail: str) -> str:
-        """``<endpoint>/api/<kernels|models>/<repo_id>/<tail>`` for the repo's type."""
-        plural = REPO_TYPE_PLURALS[self.repo_type(repo_id)]
+    def _api_url(self, repo_id: str, tail: str, repo_type: str | None = None) -> str:
+        """``<endpoint>/api/<kernels|models>/<repo_id>/<tail>`` for ``repo_type``, by default the repo's."""
+        plural = REPO_TYPE_PLURALS[repo_type or self.repo_type(repo_id)]
         return f"{self.endpoint}/api/{plural}/{repo_id}/{tail}"

@@ -13,8 +13,7 @@ that answer.
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Callable, Iterable, Sequence, TypeVar
 
@@ -36,8 +35,10 @@ from kernel_deps.core.spec import (
     publisher_allowance,
 )
 from kernel_deps.core.variants import is_valid_variant_name
+from kernel_deps.hub import hints
 from kernel_deps.hub.client import MAX_SMALL_FILE_BYTES, CommitListing, HubClient
 from kernel_deps.hub.listing import TreeFile
+from kernel_deps.hub.memo import Once, RunMemo
 from kernel_deps.hub.refs import RepoRefs
 from kernel_deps.trust.publishers import PublisherTrust
 from kernel_deps.hub.redirects import MAX_REDIRECTS, Redirect, and_list, parse_kernel_status, redirect_trail
@@ -67,16 +68,7 @@ class VariantTree(Record):
         return variant_hash((f.path[cut:], f.content_hash) for f in self.files[variant])
 
 
-class _Once:
-    """A value computed by exactly one thread; others wait for it."""
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.value: object = None
-        self.error: BaseException | None = None
-
-
-class KernelIndex:
+class KernelIndex(RunMemo):
     """Memoised, concurrent access to the refs, trees and dependencies of kernel repos."""
 
     def __init__(
@@ -87,6 +79,7 @@ class KernelIndex:
         held: Iterable[str] = (),
         publishers: Sequence[str] | None = None,
         on_signed: Callable[[], object] | None = None,
+        early: bool = True,
     ) -> None:
         self.hub = hub
         # Prefetch tasks may wait on Hub calls; Hub calls never wait on anything. Two pools
@@ -97,8 +90,7 @@ class KernelIndex:
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kernel-deps-prefetch")
         calls = CALLS_PER_PREFETCH * max_workers
         self._calls = ThreadPoolExecutor(max_workers=calls, thread_name_prefix="kernel-deps-hub")
-        self._memo: dict[tuple, _Once] = {}
-        self._lock = threading.Lock()
+        RunMemo.__init__(self, self._calls)
         # Every repo found to redirect during this run, with each redirect met from it on,
         # for the notes `kernels lock` prints.
         self.redirects_followed: dict[str, tuple[Redirect, ...]] = {}
@@ -108,10 +100,11 @@ class KernelIndex:
         # the Hub is never asked about them. Otherwise each repo met whose organization the
         # project does not allow has its organization asked about in the background.
         self.publishers = None if publishers is None else tuple(publishers)
-        # Called once, in the background, when the first signed variant is met (a lock
-        # prepares its signature verifier then, while the resolution's requests are under way).
+        # Run once, in the background, when the first signed variant is met (a lock readies its verifier).
         self.on_signed = on_signed
-        self._cache_root = cache.cache_root()
+        self.early = early  # files read early from main's listing (hints.py); no use when picks wait for listings
+        self._pick: Callable[[KernelRequirement], str | None] | None = None  # the prefetch's, for early prefetches
+        self.cache_root = cache.cache_root()
 
     def close(self, *, wait: bool = True) -> None:
         """Stop background work (pending prefetches are dropped); ``wait`` for running calls."""
@@ -137,11 +130,16 @@ class KernelIndex:
                 self._calls.submit(self._quietly, self.publisher, org)
         return self._once(("refs", repo_id), lambda: self.hub.list_refs(repo_id))
 
+    def met_signed(self) -> None:
+        """A signed variant was met: run ``on_signed`` once, in the background (if given)."""
+        if self.on_signed is not None:
+            self._signed_once()
+
     def _signed_once(self) -> None:
         with self._lock:
             if ("signed",) in self._memo:
                 return
-            self._memo[("signed",)] = _Once()
+            self._memo[("signed",)] = Once()
         hook = self.on_signed
         assert hook is not None
         self._pool.submit(self._quietly, lambda _: hook(), None)
@@ -178,6 +176,7 @@ class KernelIndex:
         """The union of ``kernel-depends`` over the variants' metadata at ``commit``."""
 
         def fetch() -> tuple[KernelRequirement, ...]:
+            hints.read_early(self, repo_id, commit)
             tree = self.tree(repo_id, commit)
             listed = [
                 (variant, entry)
@@ -192,12 +191,14 @@ class KernelIndex:
             if bundles and self.on_signed is not None:
                 self._signed_once()
             # Every file read at once; variants whose metadata.json is the same content share one read.
-            reads = self._calls.map(lambda item: self._metadata_of(repo_id, commit, item[1]), listed)
+            reads = [self._calls.submit(self._metadata_of, repo_id, commit, entry) for _, entry in listed]
             # Each variant's signature bundle, which locking verifies, read in the background
             # in the same wave (queued after this commit's metadata.json reads).
             for entry in bundles:
                 self._calls.submit(self._quietly, lambda e: self.small_file(repo_id, commit, e), entry)
-            metadata = list(reads)
+            for read in reads:  # the kernels each one names prefetched as it arrives, not once all have
+                read.add_done_callback(self._prefetch_named)
+            metadata = [read.result() for read in reads]
             found: dict[tuple, KernelRequirement] = {}
             for (variant, _), meta in zip(listed, metadata):
                 source = f"{repo_id}@{commit[:12]} build/{variant}/metadata.json"
@@ -220,7 +221,7 @@ class KernelIndex:
         newest release's: looking costs no request of its own then."""
 
         def fetch() -> Redirect | None:
-            main = next((r.commit for r in self.refs(repo_id).refs if r.kind == "branch" and r.name == "main"), None)
+            main = self._main_commit(repo_id)
             if main is None or KERNEL_STATUS_NAME not in self.listing(repo_id, main).top_level:
                 return None
             data = self.hub.read_small_file(repo_id, main, KERNEL_STATUS_NAME)
@@ -228,6 +229,9 @@ class KernelIndex:
             return Redirect(found.source, found.destination, found.revision, main)
 
         return self._once(("redirect", repo_id), fetch)
+
+    def _main_commit(self, repo_id: str) -> str | None:
+        return next((r.commit for r in self.refs(repo_id).refs if r.kind == "branch" and r.name == "main"), None)
 
     def redirects_from(self, repo_id: str) -> tuple[Redirect, ...]:
         """The redirects met from ``repo_id`` on: its own, its destination's, and so on, to a
@@ -295,10 +299,12 @@ class KernelIndex:
 
         def fetch() -> bytes:
             source = f"{repo_id}@{commit[:12]}: {entry.path}"
-            repo = cache.repo_dir(repo_id, self.hub.repo_type(repo_id), self._cache_root)
+            repo = cache.repo_dir(repo_id, self.hub.repo_type(repo_id), self.cache_root)
             data = cache.read_blob(repo, entry.content_hash, MAX_SMALL_FILE_BYTES)
             if data is None:
-                data = self.hub.read_small_file(repo_id, commit, entry.path)
+                data = hints.early_bytes(self, repo_id, commit, entry)
+                if data is None:  # none read early, or other content
+                    data = self.hub.read_small_file(repo_id, commit, entry.path)
                 got = cache.content_hash_of_bytes(data, cache.hash_kind(entry.content_hash))
                 if got != entry.content_hash:
                     raise HubError(
@@ -338,47 +344,46 @@ class KernelIndex:
         the prefetch of where it leads: its own builds are never read."""
 
         def warm(req: KernelRequirement) -> None:
+            held = req.repo_id in self.held
+            if not held and self.early:  # its pick is most often main's commit: read its files early
+                hints.list_main_soon(self, req.repo_id)
             self.refs(req.repo_id)
-            if unless_redirected and req.repo_id not in self.held and self.redirect(req.repo_id) is not None:
+            followed = unless_redirected and not held
+            if followed:  # the listing it reads, main's commit (most often the pick), asked at once
+                self._calls.submit(self._quietly, self.redirect, req.repo_id)
+            commit = pick(req) if not followed or hints.shows_no_redirect(self, req.repo_id) else None
+            if commit is not None:  # its listing asked first: the reads wait for main's, not it for them
+                if not followed or commit != self._main_commit(req.repo_id):
+                    self._calls.submit(self._quietly, lambda c: self.listing(req.repo_id, c), commit)
+                hints.read_early(self, req.repo_id, commit)
+            if followed and self.redirect(req.repo_id) is not None:
                 return
-            commit = pick(req)
+            commit = commit or pick(req)
             if commit is not None:
                 # Follow the likely picks down the graph, so deep chains warm up too.
                 self.prefetch(self.dependencies(req.repo_id, commit), pick)
 
+        if self._pick is None:
+            self._pick = pick
         for req in requirements:
             key = ("prefetch", req.repo_id, req.text)
             with self._lock:
                 if key in self._memo:
                     continue
-                self._memo[key] = _Once()
+                self._memo[key] = Once()
             self._pool.submit(self._quietly, warm, req)
 
-    @staticmethod
-    def _quietly(fn: Callable[[T], object], req: T) -> None:
+    def _prefetch_named(self, read: Future) -> None:
+        """Prefetch the kernels a ``metadata.json`` read names (its redirects followed first),
+        as soon as it has arrived; what cannot be read is left to the caller that reads it."""
+        pick = self._pick
+        if pick is None or read.cancelled() or read.exception() is not None:
+            return
         try:
-            fn(req)
-        except BaseException:  # noqa: BLE001 - kept in the memo; raised when asked for
-            pass
-
-    def _once(self, key: tuple, compute: Callable[[], T]) -> T:
-        with self._lock:
-            slot = self._memo.get(key)
-            owner = slot is None
-            if owner:
-                slot = self._memo[key] = _Once()
-        if owner:
-            try:
-                slot.value = compute()
-            except BaseException as exc:  # noqa: BLE001 - re-raised to every asker
-                slot.error = exc
-            finally:
-                slot.done.set()
-        else:
-            slot.done.wait()
-        if slot.error is not None:
-            raise slot.error
-        return slot.value  # type: ignore[return-value]
+            named = parse_kernel_depends(read.result().get("kernel-depends", []), source="metadata.json")
+            self.prefetch(named, pick, unless_redirected=True)
+        except Exception:  # noqa: BLE001 - not a valid list (raised when read), or the run is over
+            return
 
 
 def parse_metadata(data: bytes, source: str) -> dict:

@@ -200,8 +200,10 @@ class Transport:
 
     # -- requests ---------------------------------------------------------------------
 
-    def get(self, url: str, subject: RequestSubject, *, params: dict | None = None) -> httpx2.Response:
-        """GET ``url`` and read the whole answer; a 2xx response or a mapped error."""
+    def get(
+        self, url: str, subject: RequestSubject, *, params: dict | None = None, retries: int | None = None
+    ) -> httpx2.Response:
+        """GET ``url`` and read the whole answer; a 2xx response or a mapped error (retries: see stream)."""
 
         def attempt() -> httpx2.Response:
             resp = get_session().get(
@@ -210,7 +212,7 @@ class Transport:
             hf_raise_for_status(resp)
             return resp
 
-        return self.call(subject, attempt)
+        return self.call(subject, attempt, retries=retries)
 
     def stream(
         self,
@@ -219,9 +221,11 @@ class Transport:
         consume: Callable[[httpx2.Response], T],
         *,
         headers: Callable[[], dict[str, str]] | None = None,
+        retries: int | None = None,
     ) -> T:
         """GET ``url`` and hand the streaming 2xx response to ``consume``; an attempt cut
-        short is retried from the start: ``headers`` is asked again (e.g. for a Range)."""
+        short is retried from the start: ``headers`` is asked again (e.g. for a Range).
+        ``retries`` other than the client's: 0 for a read that may well fail (asked early)."""
 
         def attempt() -> T:
             extra = headers() if headers else {}
@@ -233,7 +237,7 @@ class Transport:
                     hf_raise_for_status(resp)
                 return consume(resp)
 
-        return self.call(subject, attempt)
+        return self.call(subject, attempt, retries=retries)
 
     def chunks(self, resp: httpx2.Response) -> Iterator[bytes]:
         """The body of a streaming response as it arrives, within the deadline: before each
@@ -269,14 +273,14 @@ class Transport:
 
     # -- the retry loop ---------------------------------------------------------------
 
-    def call(self, subject: RequestSubject, attempt: Callable[[], T]) -> T:
+    def call(self, subject: RequestSubject, attempt: Callable[[], T], *, retries: int | None = None) -> T:
         """Run ``attempt`` (one request), retrying transient faults with jittered
-        exponential backoff within ``retries`` and the operation's deadline (a request
-        outside any operation is one); errors are mapped."""
+        exponential backoff within ``retries`` (by default the client's) and the
+        operation's deadline (a request outside any operation is one); errors are mapped."""
         if is_offline():
             raise self.offline(subject)
         with self.operation():
-            return self._retry(subject, attempt)
+            return self._retry(subject, attempt, self.retries if retries is None else retries)
 
     def offline(self, subject: RequestSubject) -> OfflineError:
         """The error for a request offline mode forbids, naming the variable that set it."""
@@ -295,7 +299,7 @@ class Transport:
         """The first line of a lower layer's error text, without this client's credentials."""
         return redact(first_line(exc), self.secrets())
 
-    def _retry(self, subject: RequestSubject, attempt: Callable[[], T]) -> T:
+    def _retry(self, subject: RequestSubject, attempt: Callable[[], T], retries: int) -> T:
         tries = 0
         while True:
             if self.time_left() <= 0:
@@ -329,11 +333,11 @@ class Transport:
                     delay = min(delay, max(asked, self.time_left() - MIN_ATTEMPT_TIMEOUT))
                 out_of_time = delay >= self.time_left()
                 if rate_limited:  # a rate limit is waited out for as long as the budget lasts
-                    if out_of_time:
+                    if out_of_time or not retries:
                         raise self.rate_limited(subject, tries, asked) from None
                     time.sleep(delay)
                     continue
-                limit = min(self.retries, REFUSED_RETRIES) if isinstance(exc, httpx2.ConnectError) else self.retries
+                limit = min(retries, REFUSED_RETRIES) if isinstance(exc, httpx2.ConnectError) else retries
                 if not is_transient(exc) or tries > limit or out_of_time:
                     mapped = self.map_error(exc, subject, tries)
                     if out_of_time and is_transient(exc):

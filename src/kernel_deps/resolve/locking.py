@@ -202,8 +202,10 @@ def lock_while_editing(
             raise refusal(untrusted)
         return judged
 
+    signed_before = previous is not None and any(k.signatures for k in previous.kernels)
     lock, notes = resolve_in_memory(hub or HubClient(), requirements, publishers=publishers, judge=judge,
-                                    policy=policy, pins=pins, targets=targets, follow_redirects=True)  # fmt: skip
+                                    policy=policy, pins=pins, targets=targets, follow_redirects=True,
+                                    expect_signed=signed_before)  # fmt: skip
     new_bytes = lock.to_text().encode()
     up_to_date = raw == new_bytes
     changes = diff_locks(previous, lock)

@@ -41,6 +41,7 @@ def resolve_in_memory(
     targets: Sequence[Target] = (),
     requester: Requester = PROJECT,
     follow_redirects: bool = False,
+    expect_signed: bool = False,
 ) -> tuple[Lockfile, list[LockNote]]:
     """A lock of ``requirements`` and their kernel dependencies, held in memory: the one way
     `kernels lock`, ``get_kernel`` and `kernels to-wheel ORG/NAME@REVISION` resolve.
@@ -52,15 +53,20 @@ def resolve_in_memory(
     ``policy`` is None, each build's digest is checked and its signature verified under
     ``policy`` (:func:`sign_lock`). With ``follow_redirects``, a requirement whose repo
     redirects (``kernel-status.toml``) is locked at its destination. One time budget for
-    all of it. Also returns the notes `kernels lock` prints (redirects followed, kernels
-    held back, folders skipped)."""
+    all of it. Signatures are made ready to verify (sigstore imported) in the background
+    from the start when ``policy`` requires them or ``expect_signed`` (a prior lock records
+    signers), else once the first signed build is met. Also returns the notes `kernels
+    lock` prints (redirects followed, kernels held back, folders skipped)."""
     from kernel_deps.hub.index import KernelIndex
 
     pins = dict(pins or {})
     prepare = _preparer(policy) if policy is not None else None
     # Pins hold: a redirect added upstream since the lock was made moves a pinned repo only
     # once --upgrade releases its pin.
-    with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers, on_signed=prepare) as index:
+    with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers, on_signed=prepare,
+                                         early=not targets) as index:  # with targets, a pick waits for its listing
+        if policy is not None and (policy.require or expect_signed):
+            index.met_signed()  # while the first requests are under way
         signed = None
         if targets and policy is not None:
             signed = lambda repo_id, commit: candidate_refusal(index, policy, repo_id, commit)  # noqa: E731

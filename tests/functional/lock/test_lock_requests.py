@@ -3,22 +3,28 @@
 One refs listing per repo, one tree listing per candidate commit (which also shows
 whether the main branch holds a ``kernel-status.toml`` redirect, when main is that commit), one read per distinct
 ``metadata.json`` content, and none at all for a ``metadata.json`` the cache already holds
-(a lock keeps each one it reads there, named by its content hash). A listing of a whole
+(a lock keeps each one it reads there, named by its content hash). For a repo the cache
+holds nothing of, one listing more: its main branch's, asked with its refs, so that the
+``metadata.json`` files it shows are read at the picked commit beside that commit's own
+listing (a wave of requests less per kernel). A listing of a whole
 commit is asked as ``tree/<commit>/``, which olah answers without a redirect; a server
 that refuses that form is asked without the slash. Independent kernels' requests go
-together: 20 kernels take no more waves of requests, one after another, than 3.
+together: 20 kernels take no more waves of requests, one after another, than 3, and a
+kernel named by another's ``metadata.json`` two waves more.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from kernel_deps.commands.lock import lock_project
 from kernel_deps.core.errors import HubError
 from kernel_deps.hub.client import HubClient
+from tests.fixtures.cli import run_kernels
 from tests.fixtures.builder import CPU_VARIANT, CUDA_VARIANT, DEFAULT_VARIANTS, METAL_VARIANT, KernelRepo, Release
 from tests.fixtures.faultproxy import by_kind, waves
 from tests.fixtures.projects import write_project
@@ -37,13 +43,18 @@ def test_a_lock_lists_each_repo_and_commit_once_and_reads_each_metadata_once(hub
 
     lock_project(project, hub=HubClient(endpoint=proxy.url))
     variants = len(DEFAULT_VARIANTS)
-    assert by_kind(proxy) == {"refs": 3, "tree": 3, "slash": 0, "file": 3 * variants, "other": 0}
+    # Per kernel: refs, the main branch's listing beside them, the picked commit's listing.
+    assert by_kind(proxy) == {"refs": 3, "tree": 2 * 3, "slash": 0, "file": 3 * variants, "other": 0}
+    assert {path for _, path in proxy.counts if path.endswith("/tree/main/")} == {
+        f"/api/kernels/{name}/tree/main/" for name in names
+    }
     # Each commit listed with the trailing slash, the form olah answers without a redirect.
     assert all(path.endswith("/") for _, path in proxy.counts if "/tree/" in path)
     first = (project / "kernels.lock").read_bytes()
 
     # Locking again from scratch: the metadata.json files are in the cache, named by the
-    # content hash the listing gives, so only refs and listings are asked for.
+    # content hash the listing gives, so only refs and listings are asked for (and not
+    # the main branch's: the cache holds the repo's files).
     (project / "kernels.lock").unlink()
     proxy.reset_counts()
     lock_project(project, hub=HubClient(endpoint=proxy.url))
@@ -57,7 +68,8 @@ def test_variants_with_the_same_metadata_share_one_read(hub_env, proxy, tmp_path
     project = write_project(tmp_path / "app", f'"{name}" = 1')
     lock = lock_project(project, hub=HubClient(endpoint=proxy.url)).lock
     assert set(lock.get(name).variants) == {CPU_VARIANT, CUDA_VARIANT, METAL_VARIANT}
-    assert by_kind(proxy) == {"refs": 1, "tree": 1, "slash": 0, "file": 1, "other": 0}
+    # Read once, early (main's listing shows one content) or not.
+    assert by_kind(proxy) == {"refs": 1, "tree": 2, "slash": 0, "file": 1, "other": 0}
 
 
 def test_a_cached_metadata_that_no_longer_hashes_to_its_name_is_read_again(hub_env, proxy, tmp_path) -> None:
@@ -109,29 +121,32 @@ def test_a_cache_that_cannot_be_written_costs_requests_not_the_lock(hub_env, pro
 
 def test_twenty_kernels_ask_each_thing_once_and_no_more_than_kernels_016(hub_env, proxy, tmp_path) -> None:
     # The issue's measure: 20 independent kernels, as bench/compare.py locks them. Each
-    # request is for something not asked before (refs per repo, listing per commit,
-    # metadata.json per variant), with no redirect on the way (olah's trailing-slash one
-    # included), and they come to no more than kernels 0.16's 101 through the same olah.
+    # request is for something not asked before (refs per repo, listing per commit, the
+    # main branch's listing per repo, metadata.json per variant), with no redirect on the
+    # way (olah's trailing-slash one included): kernels 0.16's 101 through the same olah,
+    # and the 20 listings of main, which take a wave of requests off every kernel's.
     names = add_kernels(hub_env, "twenty", 20)
     project = write_project(tmp_path / "app", "\n".join(f'"{name}" = 1' for name in names))
 
     lock_project(project, hub=HubClient(endpoint=proxy.url))
     variants = len(DEFAULT_VARIANTS)
-    assert by_kind(proxy) == {"refs": 20, "tree": 20, "slash": 0, "file": 20 * variants, "other": 0}
+    assert by_kind(proxy) == {"refs": 20, "tree": 2 * 20, "slash": 0, "file": 20 * variants, "other": 0}
     repeated = {request: n for request, n in proxy.counts.items() if n > 1}
     assert repeated == {}
-    assert proxy.total_requests() <= 101
+    assert proxy.total_requests() <= 101 + 20
 
 
 def test_twenty_kernels_take_no_more_waves_of_requests_than_three(hub_env, proxy, tmp_path) -> None:
     # Waves, not wall time: with a round trip far longer than the work between requests,
     # the requests sent together end together, and a request arriving after another one
-    # ended is a wave later. Per kernel, refs, then the listing, then the metadata.json
-    # files; independent kernels side by side, however many. The local Hub serves one
+    # ended is a wave later. Per kernel, refs and the main branch's listing, then the
+    # picked commit's listing and the metadata.json files main's listing shows, read at
+    # that commit; independent kernels side by side, however many. The local Hub serves one
     # request after another, so a wave of 20 requests ends over 20 times its serving time:
-    # the latency stays well above that, and each kernel's variants share one metadata.json
-    # (one read per kernel), or on a loaded machine the last answers of a wave would come
-    # after the first of the next had been asked, and count as a wave of their own.
+    # the latency stays well above that (the first wave is 40 requests), and each kernel's
+    # variants share one metadata.json (one read per kernel), or on a loaded machine the
+    # last answers of a wave would come after the first of the next had been asked, and
+    # count as a wave of their own.
     proxy.latency = 0.5
     found = {}
     for count in (3, 20):
@@ -145,7 +160,7 @@ def test_twenty_kernels_take_no_more_waves_of_requests_than_three(hub_env, proxy
         lock_project(project, hub=HubClient(endpoint=proxy.url))
         assert by_kind(proxy)["file"] == count
         found[count] = waves(proxy)
-    assert found[3] == 3
+    assert found[3] == 2
     assert found[20] <= found[3]
 
 
@@ -203,3 +218,83 @@ def test_a_missing_commit_is_still_a_missing_commit_on_either_hub(hub_env, proxy
             plain_form_only(proxy, 404)
         with pytest.raises(RevisionNotFoundError):
             HubClient(endpoint=proxy.url).list_commit("kernels-test/rotary", missing)
+
+
+def without_main_hints(cache: Path, names: list[str]) -> None:
+    """Make ``cache`` hold a file of each of ``names``, as an earlier command leaves it: a lock
+    then asks for no main branch's listing, and reads each file once its commit's listing
+    names it."""
+    for name in names:
+        blobs = cache / f"kernels--{name.replace('/', '--')}" / "blobs"
+        blobs.mkdir(parents=True)
+        (blobs / ("0" * 40)).write_bytes(b"not the content of this name")
+
+
+def lock_through_the_command(project: Path, proxy, cache: Path) -> bytes:
+    result = run_kernels("lock", str(project), env={"HF_ENDPOINT": proxy.url, "HF_HUB_CACHE": str(cache)})
+    assert result.returncode == 0, result.stderr
+    return (project / "kernels.lock").read_bytes()
+
+
+def test_a_kernel_named_by_another_takes_two_waves_more_and_the_lock_is_the_same(hub_env, proxy, tmp_path) -> None:
+    # A requires C in its metadata.json; B stands alone. Per level of the graph the Hub
+    # protocol orders the refs before the commit's listing and a listing before the files
+    # it names, and C is known only once A's metadata.json has arrived: with main's
+    # listing beside the refs, A's files are read beside A's listing (two waves), then C's
+    # refs go and its files beside its listing (two more). Asked one after another, it was six.
+    a, b, c = (f"kernels-test/named-{x}" for x in "abc")
+    hub_env.add_repo(KernelRepo(c, (Release("1.0.0"), Release("1.1.0"))))
+    hub_env.add_repo(KernelRepo(a, (Release("1.0.0", depends=((c, ">=1"),)), Release("1.1.0", depends=((c, ">=1"),)))))
+    hub_env.add_repo(KernelRepo(b, (Release("1.0.0"), Release("1.1.0"))))
+    deps = f'"{a}" = ">=1"\n"{b}" = ">=1"'
+
+    # The lock made the way it was before main's listings: each file read once its
+    # commit's listing names it, with no latency.
+    without_main_hints(tmp_path / "cache-plain", [a, b, c])
+    plain = lock_through_the_command(write_project(tmp_path / "plain", deps), proxy, tmp_path / "cache-plain")
+    assert not any(path.endswith("/tree/main/") for _, path in proxy.counts)
+
+    proxy.latency = 0.5
+    proxy.reset_counts()
+    slow = lock_through_the_command(write_project(tmp_path / "slow", deps), proxy, tmp_path / "cache-slow")
+    assert slow == plain
+    assert waves(proxy) == 4
+    variants = len(DEFAULT_VARIANTS)
+    assert by_kind(proxy) == {"refs": 3, "tree": 2 * 3, "slash": 0, "file": 3 * variants, "other": 0}
+    assert {request: n for request, n in proxy.counts.items() if n > 1} == {}
+
+
+def misleading_main(change: str):
+    """A ``rewrite_json`` giving a main branch's listing other than the commit it is picked
+    at: its variant folders renamed, or a ``kernel-status.toml`` beside them."""
+
+    def rewrite(path: str, data: list[dict]) -> list[dict]:
+        if not path.endswith("/tree/main/"):
+            return data
+        if change == "status":
+            return [*data, {"type": "file", "oid": "1" * 40, "size": 40, "path": "kernel-status.toml"}]
+        for entry in data:
+            entry["path"] = entry["path"].replace("torch213-", "torch299-")
+        return data
+
+    return rewrite
+
+
+@pytest.mark.parametrize("change", ["variants", "status"])
+def test_a_main_branch_unlike_the_picked_commit_costs_requests_not_the_lock(hub_env, proxy, tmp_path, change) -> None:
+    # Main's listing only decides which files are asked for early; a main that moved since
+    # the refs were listed, or that is not the release picked, changes no byte of the lock.
+    (name,) = add_kernels(hub_env, f"misleading-main-{change}", 1)
+    deps = f'"{name}" = 1'
+    first = lock_through_the_command(write_project(tmp_path / "first", deps), proxy, tmp_path / "cache-first")
+    proxy.rewrite_json = misleading_main(change)
+    proxy.reset_counts()
+    again = lock_through_the_command(write_project(tmp_path / "again", deps), proxy, tmp_path / "cache-again")
+    assert again == first
+    files = {path for _, path in proxy.counts if "/resolve/" in path}
+    assert all(path.endswith("/metadata.json") for path in files)
+    if change == "variants":  # the renamed folders asked for at the commit, in vain
+        assert sum("torch299-" in path for path in files) == 2
+    else:  # the repo may redirect: its builds are read only once its listing is in
+        assert not any("torch299-" in path for path in files)
+    assert by_kind(proxy)["file"] == len(files) == len(DEFAULT_VARIANTS) + (2 if change == "variants" else 0)

@@ -92,6 +92,24 @@ def test_rate_limiting_is_retried(hub_env, proxy) -> None:
     assert proxy.counts[("GET", "/api/kernels/kernels-test/rotary/refs")] == 3
 
 
+@pytest.mark.parametrize("status", [503, 429])
+def test_a_request_asked_with_no_retries_is_tried_once(hub_env, proxy, status) -> None:
+    # What a lock asks early, on a guess (hub/hints.py): a fault costs the guess, not a wait.
+    repo_id = "kernels-test/rotary"
+    commit = hub_env.repos[repo_id].commits["1.0.0"]
+    client = HubClient(endpoint=proxy.url, backoff=0.01)
+    client.list_refs(repo_id)
+    path = f"build/{CPU_VARIANT}/metadata.json"
+    proxy.reset_counts()
+    proxy.error_schedule = [status, status]
+    with pytest.raises(HubUnavailableError):
+        client.read_small_file(repo_id, commit, path, retries=0)
+    with pytest.raises(HubUnavailableError):
+        client.list_commit(repo_id, "main", repo_type="kernel", retries=0)
+    assert proxy.total_requests() == 2
+    assert client.read_small_file(repo_id, commit, path, retries=0)  # and answered when the Hub answers
+
+
 @pytest.mark.parametrize(
     "body", [b"not json", b'{"branches": [{"name": "main"}], "tags": []}', b"[]"], ids=["not-json", "no-commit", "list"]
 )
