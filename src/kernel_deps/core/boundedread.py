@@ -29,6 +29,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable, Iterable
 
 __all__ = ["JOURNAL_LIMIT", "PROJECT_FILE_LIMIT", "RECORD_LIMIT", "RefusedFileError", "read_bounded"]
 
@@ -93,3 +94,14 @@ def _too_large(path: str | os.PathLike[str], limit: int) -> RefusedFileError:
     size = f"{limit // MiB} MiB" if limit % MiB == 0 else f"{limit} bytes"
     return RefusedFileError(errno.EFBIG, f"larger than {size}, the most kernel-deps reads of this file",
                             os.fspath(path))  # fmt: skip
+
+
+def join_within(chunks: Iterable[bytes], limit: int, too_large: Callable[[], Exception]) -> bytes:
+    """The pieces of a body joined, read no further than ``limit`` bytes: ``too_large()`` is raised past it."""
+    pieces, total = [], 0
+    for piece in chunks:
+        total += len(piece)
+        if total > limit:
+            raise too_large()
+        pieces.append(piece)
+    return b"".join(pieces)

@@ -31,6 +31,7 @@ import httpx2
 from huggingface_hub import hf_hub_url
 
 from kernel_deps.core import jsondoc
+from kernel_deps.core.boundedread import join_within
 from kernel_deps.core.errors import (
     HubAuthError,
     HubError,
@@ -209,18 +210,10 @@ class HubClient:
         ``retries`` other than the client's (0: one attempt, for a file that may be missing)."""
         url = hf_hub_url(repo_id, path, repo_type=self.repo_type(repo_id), revision=commit, endpoint=self.endpoint)
 
-        def read(resp: httpx2.Response) -> bytes:
-            chunks, total = [], 0
-            for chunk in self.transport.chunks(resp):
-                total += len(chunk)
-                if total > limit:
-                    raise HubError(
-                        f"{path} is larger than {limit} bytes; refusing to read it",
-                        subject=f"{repo_id}@{commit[:12]}",
-                    )
-                chunks.append(chunk)
-            return b"".join(chunks)
+        def too_large() -> HubError:
+            return HubError(f"{path} is larger than {limit} bytes; refusing to read it", subject=f"{repo_id}@{commit[:12]}")
 
+        read = lambda resp: join_within(self.transport.chunks(resp), limit, too_large)  # noqa: E731
         return self.transport.stream(url, RequestSubject(repo_id, commit), read, retries=retries)
 
     def commit_history(self, repo_id: str, commit: str) -> set[str]:

@@ -25,6 +25,7 @@ import difflib
 import httpx2
 
 from kernel_deps.core import jsondoc
+from kernel_deps.core.boundedread import join_within
 from kernel_deps.core.settings import KERNEL, MODEL, REPO_TYPE_PLURALS
 from kernel_deps.core.spec import org_of, repo_id_reason
 from kernel_deps.hub.transport import RequestSubject, Transport
@@ -71,13 +72,7 @@ def _listed(lister: Transport, org: str, plural: str) -> list[str]:
     params = {"author": org, "limit": str(MAX_ENTRIES)}
 
     def read(resp: httpx2.Response) -> bytes:
-        chunks, total = [], 0
-        for chunk in lister.chunks(resp):
-            total += len(chunk)
-            if total > MAX_LISTING_BYTES:
-                raise _TooLarge()
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return join_within(lister.chunks(resp), MAX_LISTING_BYTES, _TooLarge)
 
     if lister.time_left() <= 0:
         return []
