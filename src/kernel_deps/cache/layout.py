@@ -5,12 +5,11 @@ and the hash that names a blob. Pure paths: nothing here reads or writes the cac
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Literal
 
-from kernel_deps.core.hashing import git_blob_id, git_blob_id_of_file, sha256_of_file
+from kernel_deps.core.hashing import git_blob_id, git_blob_id_of_file, sha256_hex, sha256_of_file
 from kernel_deps.core.settings import BUILD_DIR, KERNEL, REPO_TYPE_PLURALS
 
 # kernel-deps' own records in a repo folder: manifests, staging, partial downloads.
@@ -80,7 +79,7 @@ def hash_kind(content_hash: str) -> Literal["sha256", "sha1"]:
 
 def content_hash_of_bytes(data: bytes, kind: Literal["sha256", "sha1"]) -> str:
     """The hash that names ``data`` as a blob: SHA-256 (LFS files) or git blob SHA-1."""
-    return hashlib.sha256(data).hexdigest() if kind == "sha256" else git_blob_id(data)
+    return sha256_hex(data) if kind == "sha256" else git_blob_id(data)
 
 
 def blob_path(repo: Path, content_hash: str) -> Path:

@@ -24,7 +24,6 @@ the cache and the build hooks may use it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -35,6 +34,7 @@ from pathlib import Path
 from kernel_deps.core import jsondoc
 from kernel_deps.core.boundedread import JOURNAL_LIMIT, PROJECT_FILE_LIMIT, read_bounded
 from kernel_deps.core.errors import EditJournalError, FileWriteError
+from kernel_deps.core.hashing import sha256_hex
 
 __all__ = ["finish_pending", "write_bytes", "write_text", "write_text_if_changed", "write_together"]
 
@@ -153,7 +153,7 @@ def finish_pending(journal: Path, *, names: Collection[str]) -> bool:
 _FORMAT_KEY = "kernel-deps-edit"
 _FORMAT = 1
 _ENTRY_KEYS = {"name", "before", "text"}
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_DIGEST = r"sha256:[0-9a-f]{64}"  # compiled when a journal is read (re's cache), not at import
 
 
 def _journal_entries(record: object, names: Collection[str]) -> list[tuple[str, str | None, bytes]]:
@@ -173,7 +173,7 @@ def _journal_entries(record: object, names: Collection[str]) -> list[tuple[str, 
             raise ValueError(f"it names {_show(name)}; an edit journal may name only {allowed}")
         if any(name == seen for seen, _, _ in entries):
             raise ValueError(f"it names {name} twice")
-        if not (before is None or (isinstance(before, str) and _DIGEST.fullmatch(before))):
+        if not (before is None or (isinstance(before, str) and re.fullmatch(_DIGEST, before))):
             raise ValueError(f'{name}: "before" is {_show(before)}, not null or "sha256:" and 64 hex digits')
         if not isinstance(text, str):
             raise ValueError(f'{name}: "text" is {_show(text)}, not a string')
@@ -209,7 +209,7 @@ def _state(path: Path) -> str | None:
 
 
 def _digest(data: bytes | None) -> str | None:
-    return None if data is None else "sha256:" + hashlib.sha256(data).hexdigest()
+    return None if data is None else "sha256:" + sha256_hex(data)
 
 
 def _apply(journal: Path, files: list[tuple[Path, bytes]]) -> None:

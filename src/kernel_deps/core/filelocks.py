@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import errno
 import os
-import random
 import time
 from typing import Callable
 
@@ -74,6 +73,8 @@ class HostLock:
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
+            import random  # a wait only (with bisect and _sha512): not paid by a command that reads
+
             time.sleep(min(left, POLL_SECONDS * (0.5 + random.random())))
 
     def try_acquire(self) -> bool:
@@ -166,6 +167,8 @@ class HostLock:
             return False
         # Moved aside first, then checked to be the one judged stale: a successor's fresh
         # file, made between the judgement and the move, is put back.
+        import random
+
         aside = f"{self.marker}.broken-{os.getpid()}-{random.getrandbits(32):08x}"
         try:
             os.rename(self.marker, aside)

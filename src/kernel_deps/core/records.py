@@ -7,7 +7,8 @@ here, defined once: equality and hash by value (the fields in ``__slots__`` orde
 dataclass-like ``repr``, no assignment after ``__init__`` (which sets its fields with
 :meth:`Record._init`), and pickling and copying. Those that callers copy with
 ``dataclasses.replace`` are declared dataclasses by :func:`replaceable`, still without a
-method written at import. A record's mapping is a :class:`FrozenMap`.
+method written, and registered as such only when ``dataclasses`` first asks. A record's
+mapping is a :class:`FrozenMap`.
 """
 
 from __future__ import annotations
@@ -94,19 +95,47 @@ class FrozenMap(Mapping[str, Any]):
 def replaceable(cls: type[Record]) -> type[Record]:
     """``cls``, a :class:`Record` whose annotations name its first ``__slots__`` in order,
     declared a frozen dataclass for those that copy it with ``dataclasses.replace`` (and
-    ``fields``, ``asdict``): the annotated slots are registered as its fields, and no method is
-    written and run for it, as ``@dataclass(frozen=True)`` would (its ``__init__`` is its own,
-    the rest :class:`Record`'s). Slots after the annotated ones are values ``__init__``
+    ``fields``, ``asdict``, ``is_dataclass``): the annotated slots are its fields, and no method
+    is written and run for it, as ``@dataclass(frozen=True)`` would (its ``__init__`` is its
+    own, the rest :class:`Record`'s). Slots after the annotated ones are values ``__init__``
     computes from the fields (``replace`` computes them again). Assigning a field raises
-    ``dataclasses.FrozenInstanceError``, as a frozen dataclass does."""
-    from dataclasses import FrozenInstanceError, dataclass
+    ``dataclasses.FrozenInstanceError``, as a frozen dataclass does.
+
+    The fields are registered when ``dataclasses`` first asks for them (``__dataclass_fields__``,
+    which every function of it reads first), so a command that copies no record imports neither
+    ``dataclasses`` nor ``copy``."""
 
     def __setattr__(self: Record, name: str, value: Any) -> None:
+        from dataclasses import FrozenInstanceError
+
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
     def __delattr__(self: Record, name: str) -> None:
+        from dataclasses import FrozenInstanceError
+
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     cls.__setattr__ = __setattr__  # type: ignore[method-assign]
     cls.__delattr__ = __delattr__  # type: ignore[method-assign]
-    return dataclass(init=False, repr=False, eq=False)(cls)
+    # What @dataclass sets for pattern matching, set now: the fields, in order.
+    cls.__match_args__ = tuple(cls.__dict__.get("__annotations__", ()))
+    cls.__dataclass_fields__ = _Fields(cls)  # type: ignore[attr-defined]
+    return cls
+
+
+class _Fields:
+    """A :func:`replaceable` record's ``__dataclass_fields__`` until first read: then the class is
+    declared a dataclass (which sets the real ones in its place) and those are returned."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: type[Record]) -> None:
+        self.cls = cls
+
+    def __get__(self, instance: object, owner: type | None = None) -> dict[str, Any]:
+        from dataclasses import dataclass
+
+        cls = self.cls
+        if cls.__dict__.get("__dataclass_fields__") is self:  # declared once (twice at once is harmless)
+            dataclass(init=False, repr=False, eq=False)(cls)
+        return cls.__dict__["__dataclass_fields__"]

@@ -33,7 +33,6 @@ wheels of one run would share a name. Pure: the caller gives the files' bytes an
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -345,6 +344,7 @@ def _metadata(spec: WheelSpec) -> str:
 
 def _urlsafe_digest(data: bytes) -> str:
     import base64
+    import hashlib  # a wheel written: its files, whatever their size
 
     return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 

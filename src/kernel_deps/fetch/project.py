@@ -7,7 +7,6 @@ pyproject.toml beside it, of which nothing is asked, its folder).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -122,4 +121,4 @@ def download_for_project(
     report = download_lock(lock, variants_for=variants_for, hub=hub, progress=progress, policy=policy)
     placed = (place_subset(report.wanted(), Path(into), root=report.cache_root, project=project_dir)
               if into is not None else None)  # fmt: skip
-    return replace(report, lockfile=lock_file, into=placed, warnings=[*notes, *([warning] if warning else [])])
+    return report.of_project(lock_file, placed, [*notes, *([warning] if warning else [])])

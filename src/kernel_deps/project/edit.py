@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from kernel_deps.core import atomicfile
 from kernel_deps.core.errors import FileWriteError, PendingEditError, ProjectBusyError, PyprojectError, UsageError
-from kernel_deps.core.filelocks import HostLock, acquire_within, stale_after
 from kernel_deps.core.settings import (
     BUDGET_ENV,
     EDIT_JOURNAL_NAME,
@@ -37,6 +36,7 @@ from kernel_deps.core.settings import (
 )
 
 if TYPE_CHECKING:
+    from kernel_deps.core.filelocks import HostLock
     from kernel_deps.hub.client import HubClient
 
 __all__ = ["PROJECT_FILES", "editing", "refuse_pending_edit"]
@@ -110,6 +110,9 @@ def editing(project_dir: Path, *, hub: HubClient, notice: Callable[[str], None] 
 
 def _acquire(lock_file: Path, project_dir: Path, hub: HubClient, notice: Callable[[str], None] | None) -> HostLock:
     """The edit lock, held on the file now at ``lock_file``; ProjectBusyError when the budget runs out."""
+    # Imported by the commands that edit, not by those that only read (refuse_pending_edit).
+    from kernel_deps.core.filelocks import HostLock, acquire_within, stale_after
+
     transport = hub.transport
     told = False
 

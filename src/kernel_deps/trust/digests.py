@@ -16,7 +16,6 @@ and get every mismatch back at once (:func:`compare`).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 
 from kernel_deps.core.records import Record
@@ -103,6 +102,7 @@ def _decoded_length(value: str) -> int:
 def file_digest(algorithm: str, data: bytes) -> str:
     """The digest value of one file's bytes."""
     import base64
+    import hashlib  # a metadata.json that declares a digest: every file of its variant
 
     return base64.b64encode(hashlib.new(algorithm, data).digest()).decode()
 

@@ -8,7 +8,6 @@ lock is copied (``dataclasses.replace``), so it imports nothing of the lock.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from kernel_deps.core.errors import UntrustedPublisherError
@@ -80,6 +79,8 @@ def judge_publishers(
     every kernel of it that no ``publishers`` entry allows and whose organization
     ``hub_trusts`` (org -> the Hub's answer) does not trust; the Hub is asked only about
     what the project does not allow."""
+    from dataclasses import replace  # at lock time only
+
     entries, found = [], []
     for entry in lock.kernels:
         allowance = publisher_allowance(entry.repo_id, publishers)

@@ -16,15 +16,13 @@ place its policy is written (:func:`refusal`, :class:`PolicyPlace`).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from kernel_deps.core import jsondoc
 from kernel_deps.core.errors import DigestMismatchError, SignatureError, UsageError
-from kernel_deps.core.hashing import is_hashed_path
+from kernel_deps.core.hashing import is_hashed_path, sha256_hex
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import BUILD_DIR, LOCK_NAME, PYPROJECT_NAME
 from kernel_deps.trust import digests
@@ -135,7 +133,7 @@ def variant_signer(
     root = receipts.trusted_root_content(policy)
     inputs = receipts.inputs_of(repo_id, variant, metadata, bundle, policy, root) if root is not None else None
     held = receipts.recall(inputs) if inputs is not None else None
-    if held is not None and held.metadata_sha256 == hashlib.sha256(metadata).hexdigest():
+    if held is not None and held.metadata_sha256 == sha256_hex(metadata):
         return held, None
     from kernel_deps.trust.bundles import BundleError, TrustedRootError, verify_bundle
 
@@ -158,7 +156,7 @@ def variant_signer(
         return None, VariantRefusal(repo_id, variant, "not-allowed", expected, found, rule=rule)
     signer = VariantSigner(
         issuer=certified.issuer, identity=certified.identity, repository=certified.repository,
-        workflow=certified.workflow, ref=certified.ref, metadata_sha256=hashlib.sha256(metadata).hexdigest(),
+        workflow=certified.workflow, ref=certified.ref, metadata_sha256=sha256_hex(metadata),
     )  # fmt: skip
     if inputs is not None:
         receipts.record(inputs, signer)  # only a verified signer is ever kept
@@ -259,6 +257,8 @@ def sign_lock(lock: Lockfile, policy: SignaturePolicy, index: KernelIndex) -> Lo
             signers.setdefault(entry.repo_id, {})[variant] = signer
     if refused:
         raise refusal(refused)
+    from dataclasses import replace  # at lock time only
+
     return replace(lock, kernels=tuple(replace(k, signatures=signers.get(k.repo_id, {})) for k in lock.kernels))
 
 

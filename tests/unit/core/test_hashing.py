@@ -7,6 +7,7 @@ import hashlib
 import io
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,30 @@ def test_hash_threads_comes_from_the_environment_or_the_cores(monkeypatch) -> No
         monkeypatch.setenv("KERNELS_HASH_THREADS", bad)
         with pytest.raises(UsageError, match="KERNELS_HASH_THREADS"):
             hash_threads()
+
+
+def test_the_first_small_files_are_hashed_without_openssl_to_the_same_digests(tmp_path: Path, monkeypatch) -> None:
+    # Until hashlib is loaded, the first 256 KiB a process hashes go through the interpreter's
+    # own SHA-1 and SHA-256; what comes after, and a larger file, through hashlib (OpenSSL).
+    small, large = b"def answer():\n    return 42\n", os.urandom(hashing._BUILTIN_BYTES + 1)
+    (tmp_path / "small").write_bytes(small)
+    (tmp_path / "large").write_bytes(large)
+    expected = {
+        "blob": hashlib.sha1(b"blob %d\0" % len(small) + small).hexdigest(),
+        "sha256": hashlib.sha256(small).hexdigest(),
+        "large blob": hashlib.sha1(b"blob %d\0" % len(large) + large).hexdigest(),
+        "large sha256": hashlib.sha256(large).hexdigest(),
+    }
+    monkeypatch.delitem(sys.modules, "hashlib")  # as in a fresh `kernels verify`
+    monkeypatch.setattr(hashing, "_builtin_left", hashing._BUILTIN_BYTES)
+    kinds = []
+    original = hashing._new
+    monkeypatch.setattr(hashing, "_new",
+                        lambda name, size: kinds.append(type(h := original(name, size)).__module__) or h)  # fmt: skip
+    assert git_blob_id(small) == git_blob_id_of_file(tmp_path / "small") == expected["blob"]
+    assert sha256_of_file(tmp_path / "small") == hashing.sha256_hex(small) == expected["sha256"]
+    assert git_blob_id_of_file(tmp_path / "large") == expected["large blob"]
+    assert sha256_of_file(tmp_path / "large") == expected["large sha256"]
+    assert kinds == ["_sha1", "_sha1", "_sha256", "_sha256", "_hashlib", "_hashlib"]
+    # Once hashlib is loaded, it hashes everything.
+    assert git_blob_id(small) == expected["blob"] and kinds[-1] == "_hashlib"

@@ -36,6 +36,32 @@ def test_a_replaceable_record_is_copied_by_dataclasses_replace_and_stays_frozen(
         moved.sha = "b" * 40  # type: ignore[misc]
 
 
+def test_a_replaceable_records_fields_are_registered_when_dataclasses_first_asks() -> None:
+    # Declared without importing dataclasses; its functions all see a frozen-field dataclass.
+    from kernel_deps.core.records import replaceable
+
+    @replaceable
+    class Pair(Record):
+        __slots__ = ("left", "right", "total")
+        left: int
+        right: int
+
+        def __init__(self, left: int, right: int) -> None:
+            self._init(left, right, left + right)
+
+    assert type(Pair.__dict__["__dataclass_fields__"]).__name__ == "_Fields"
+    assert Pair.__match_args__ == ("left", "right")
+    pair = Pair(1, 2)
+    assert dataclasses.is_dataclass(pair) and [f.name for f in dataclasses.fields(Pair)] == ["left", "right"]
+    assert isinstance(Pair.__dict__["__dataclass_fields__"], dict)  # registered once, in its place
+    assert dataclasses.replace(pair, right=5).total == 6 and dataclasses.asdict(pair) == {"left": 1, "right": 2}
+    match pair:
+        case Pair(1, right):
+            assert right == 2
+        case _:
+            raise AssertionError("a positional pattern matches the fields in order")
+
+
 def test_a_record_whose_annotations_are_not_its_slots_is_refused_when_made() -> None:
     with pytest.raises(TypeError, match="Swapped: its annotations must name its first __slots__, in order"):
 
