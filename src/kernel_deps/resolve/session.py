@@ -110,11 +110,15 @@ def _verdicts_ahead(policy: SignaturePolicy) -> Callable[[str, str, bytes, bytes
     """What the index runs with each signed build it reads: the bundle sent to the verifier
     process, if one runs, as :func:`kernel_deps.trust.signatures.sign_lock` will ask for it."""
 
+    root: list[bytes | None] = []  # the trusted root's bytes, read once, when the first bundle is sent
+
     def ahead(repo_id: str, variant: str, metadata: bytes, bundle: bytes) -> None:
         from kernel_deps.trust import receipts, worker
 
-        allowed = (policy.identities, policy.kernel_identities.get(repo_id, ()))
-        worker.ahead(metadata, bundle, policy.trusted_root, allowed, receipts.trusted_root_content(policy))
+        if worker.running():
+            root[:] = root or [receipts.trusted_root_content(policy)]
+            allowed = (policy.identities, policy.kernel_identities.get(repo_id, ()))
+            worker.ahead(metadata, bundle, policy.trusted_root, allowed, root[0])
 
     return ahead
 

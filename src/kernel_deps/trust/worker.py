@@ -70,6 +70,12 @@ def start(trusted_root: Path | None) -> bool:
         return _worker is not None and not _worker.broken
 
 
+def running() -> bool:
+    """Whether a worker runs in this process and still answers."""
+    worker = _worker
+    return worker is not None and not worker.broken
+
+
 def stop() -> None:
     """End the worker, if one runs (it also ends by itself when this process does), and start
     none again until :func:`enable`."""
