@@ -114,3 +114,38 @@ def test_the_worker_gives_verify_bundles_verdicts_and_a_dead_one_leaves_them_to_
     killed = in_a_process(root, items, kill=True, ahead=True)
     assert killed["started"] and killed["verdicts"] == expected
     assert killed["sigstore_here"]  # verified here once the worker was gone
+
+
+ORPHAN = r"""
+import os, signal, sys
+from pathlib import Path
+from kernel_deps.trust import worker
+
+worker.enable()
+assert worker.start(Path(sys.argv[1]))
+print(worker._worker.process.pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the worker runs only where a second core can take it")
+def test_a_killed_lock_leaves_no_verifier_process_behind(cases) -> None:
+    import time
+
+    root, _ = cases
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    result = subprocess.run([sys.executable, "-c", ORPHAN, str(root)], capture_output=True, text=True, env=env,
+                            timeout=60)  # fmt: skip
+    assert result.returncode == -9, result.stderr[-2000:]
+    pid = int(result.stdout)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}") and "Z" not in _state(pid):
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}") or "Z" in _state(pid), "the verifier outlived the lock"
+
+
+def _state(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
