@@ -79,6 +79,7 @@ class KernelIndex(RunMemo):
         held: Iterable[str] = (),
         publishers: Sequence[str] | None = None,
         on_signed: Callable[[], object] | None = None,
+        on_bundle: Callable[[str, str, bytes, bytes], object] | None = None,
         early: bool = True,
     ) -> None:
         self.hub = hub
@@ -102,6 +103,7 @@ class KernelIndex(RunMemo):
         self.publishers = None if publishers is None else tuple(publishers)
         # Run once, in the background, when the first signed variant is met (a lock readies its verifier).
         self.on_signed = on_signed
+        self.on_bundle = on_bundle  # given (repo id, variant, metadata.json, bundle) of each signed build read
         self.early = early  # files read early from main's listing (hints.py); no use when picks wait for listings
         self._pick: Callable[[KernelRequirement], str | None] | None = None  # the prefetch's, for early prefetches
         self.cache_root = cache.cache_root()
@@ -178,24 +180,19 @@ class KernelIndex(RunMemo):
         def fetch() -> tuple[KernelRequirement, ...]:
             hints.read_early(self, repo_id, commit)
             tree = self.tree(repo_id, commit)
-            listed = [
-                (variant, entry)
-                for variant, files in tree.files.items()
-                for entry in files
-                if entry.path == f"{BUILD_DIR}/{variant}/metadata.json"
-            ]
-            bundles = [
-                entry for variant, files in tree.files.items() for entry in files
-                if entry.path == f"{BUILD_DIR}/{variant}/{BUNDLE_NAME}"
-            ]  # fmt: skip
+            named = {(variant, entry.path[len(BUILD_DIR) + len(variant) + 2:]): entry
+                     for variant, files in tree.files.items() for entry in files}  # fmt: skip
+            listed = [(variant, entry) for (variant, name), entry in named.items() if name == "metadata.json"]
+            bundles = [(variant, entry) for (variant, name), entry in named.items() if name == BUNDLE_NAME]
             if bundles and self.on_signed is not None:
                 self._signed_once()
             # Every file read at once; variants whose metadata.json is the same content share one read.
             reads = [self._calls.submit(self._metadata_of, repo_id, commit, entry) for _, entry in listed]
-            # Each variant's signature bundle, which locking verifies, read in the background
-            # in the same wave (queued after this commit's metadata.json reads).
-            for entry in bundles:
-                self._calls.submit(self._quietly, lambda e: self.small_file(repo_id, commit, e), entry)
+            # Each variant's signature bundle, which locking verifies, read in the background in the
+            # same wave (queued after this commit's metadata.json reads), then given to on_bundle.
+            for variant, entry in bundles:
+                job = (repo_id, commit, variant, entry, named.get((variant, "metadata.json")))
+                self._calls.submit(self._quietly, self._read_bundle, job)
             for read in reads:  # the kernels each one names prefetched as it arrives, not once all have
                 read.add_done_callback(self._prefetch_named)
             metadata = [read.result() for read in reads]
@@ -212,6 +209,12 @@ class KernelIndex(RunMemo):
             return tuple(followed[key] for key in sorted(followed))
 
         return self._once(("deps", repo_id, commit), fetch)
+
+    def _read_bundle(self, job: tuple[str, str, str, TreeFile, TreeFile | None]) -> None:
+        repo_id, commit, variant, entry, meta = job  # meta's read was queued first: under way, or done
+        bundle = self.small_file(repo_id, commit, entry)
+        if self.on_bundle is not None and meta is not None:
+            self.on_bundle(repo_id, variant, self.small_file(repo_id, commit, meta), bundle)
 
     def redirect(self, repo_id: str) -> Redirect | None:
         """Where ``repo_id`` redirects, from the ``kernel-status.toml`` at the top of its main

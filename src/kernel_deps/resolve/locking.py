@@ -127,15 +127,38 @@ def relock(
     until the lock is written; ``notice`` is told when it waits for another command.
     Returns the report and the project as it was read under the lock (what a caller that goes
     on, as ``kernels sync`` does, uses instead of reading it again)."""
-    from kernel_deps.hub.client import HubClient
+    from kernel_deps.trust import worker
 
-    hub = hub or HubClient()
-    with hub.operation(), editing(Path(project_dir), hub=hub, notice=notice):
-        project = read_project_record(Path(project_dir))
-        assert project is not None
-        report = lock_while_editing(project, hub=hub, mode=LockMode.WRITE, requirements=requirements,
-                                    targets=targets, upgrade=upgrade, upgrade_packages=upgrade_packages)  # fmt: skip
+    worker.enable()
+    try:
+        _verifier_ahead(Path(project_dir))
+        from kernel_deps.hub.client import HubClient
+
+        hub = hub or HubClient()
+        with hub.operation(), editing(Path(project_dir), hub=hub, notice=notice):
+            project = read_project_record(Path(project_dir))
+            assert project is not None
+            report = lock_while_editing(project, hub=hub, mode=LockMode.WRITE, requirements=requirements,
+                                        targets=targets, upgrade=upgrade, upgrade_packages=upgrade_packages)  # fmt: skip
+    finally:
+        worker.stop()
     return report, project
+
+
+def _verifier_ahead(project_dir: Path) -> None:
+    """When pyproject.toml asks for signatures, start the verifier process before the Hub
+    client's import (:mod:`kernel_deps.trust.worker`): read here only for that, unlocked; the
+    project is read again under its edit lock, and a problem is reported from there."""
+    from kernel_deps.core.errors import KernelDepsError
+    from kernel_deps.trust import worker
+
+    try:
+        project = read_project_record(project_dir)
+    except (KernelDepsError, OSError, ValueError):
+        return
+    policy = project.policy if project is not None else None
+    if policy is not None and (policy.require or policy.identities or policy.kernel_identities):
+        worker.start(policy.trusted_root)
 
 
 def lock_while_editing(

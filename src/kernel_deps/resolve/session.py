@@ -63,7 +63,8 @@ def resolve_in_memory(
     prepare = _preparer(policy) if policy is not None else None
     # Pins hold: a redirect added upstream since the lock was made moves a pinned repo only
     # once --upgrade releases its pin.
-    with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers, on_signed=prepare,
+    ahead = _verdicts_ahead(policy) if policy is not None else None
+    with hub.operation(), KernelIndex(hub, held=pins, publishers=publishers, on_signed=prepare, on_bundle=ahead,
                                          early=not targets) as index:  # with targets, a pick waits for its listing
         if policy is not None and (policy.require or expect_signed):
             index.met_signed()  # while the first requests are under way
@@ -92,14 +93,34 @@ def resolve_in_memory(
 
 
 def _preparer(policy: SignaturePolicy) -> Callable[[], None]:
-    """What the index runs once it meets a signed variant: sigstore imported and the verifier built."""
+    """What the index runs once it meets a signed variant: sigstore imported and the verifier
+    built, in the worker process when the command allows one (:mod:`kernel_deps.trust.worker`), else here."""
 
     def prepare() -> None:
+        from kernel_deps.trust import worker
         from kernel_deps.trust.bundles import prepare as prepare_verifier
 
-        prepare_verifier(policy.trusted_root)
+        if not worker.start(policy.trusted_root):
+            prepare_verifier(policy.trusted_root)
 
     return prepare
+
+
+def _verdicts_ahead(policy: SignaturePolicy) -> Callable[[str, str, bytes, bytes], None]:
+    """What the index runs with each signed build it reads: the bundle sent to the verifier
+    process, if one runs, as :func:`kernel_deps.trust.signatures.sign_lock` will ask for it."""
+
+    root: list[bytes | None] = []  # the trusted root's bytes, read once, when the first bundle is sent
+
+    def ahead(repo_id: str, variant: str, metadata: bytes, bundle: bytes) -> None:
+        from kernel_deps.trust import receipts, worker
+
+        if worker.running():
+            root[:] = root or [receipts.trusted_root_content(policy)]
+            allowed = (policy.identities, policy.kernel_identities.get(repo_id, ()))
+            worker.ahead(metadata, bundle, policy.trusted_root, allowed, root[0])
+
+    return ahead
 
 
 def hub_trusts(index: KernelIndex, org: str) -> PublisherTrust:

@@ -135,11 +135,12 @@ def variant_signer(
     held = receipts.recall(inputs) if inputs is not None else None
     if held is not None and held.metadata_sha256 == sha256_hex(metadata):
         return held, None
-    from kernel_deps.trust.bundles import BundleError, TrustedRootError, verify_bundle
+    from kernel_deps.trust.bundles import BundleError, TrustedRootError
+    from kernel_deps.trust.worker import verify
 
     allowed = (policy.identities, policy.kernel_identities.get(repo_id, ()))
     try:
-        certified = verify_bundle(metadata, bundle, policy.trusted_root, allowed, root)
+        certified = verify(metadata, bundle, policy.trusted_root, allowed, root)
     except TrustedRootError as exc:
         raise UsageError(f"[tool.kernels.trust] trusted-root: {exc}", subject=PYPROJECT_NAME) from None
     except BundleError as exc:
@@ -183,9 +184,9 @@ def receipt_held(repo_id: str, variant: str, folder: Path, policy: SignaturePoli
 
 def _unchecked_signer(metadata: bytes, bundle: bytes, policy: SignaturePolicy, root: bytes | None) -> CertifiedSigner:
     """Who signed a bundle whose signature is valid but whose signer the policy refused."""
-    from kernel_deps.trust.bundles import verify_bundle
+    from kernel_deps.trust.worker import verify
 
-    return verify_bundle(metadata, bundle, policy.trusted_root, root_content=root)
+    return verify(metadata, bundle, policy.trusted_root, root_content=root)
 
 
 def listing_digest_problems(

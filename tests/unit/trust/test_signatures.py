@@ -10,6 +10,8 @@ offline under that Sigstore's trusted root, which the project names in
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -521,7 +523,48 @@ def test_locking_downloading_and_verifying_unsigned_kernels_never_imports_sigsto
     signed_repo = add_signed(hub_env, "sig-startup-signed", sigstore)
     project = project_for(tmp_path / "signed", sigstore, f'"{signed_repo}" = ">=1"\n')
     result, modules = imported_modules("lock", str(project))
-    assert result.returncode == 0 and "sigstore.verify.verifier" in modules  # the real verifier ran
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads((project / "kernels.lock").read_text())[0]["signatures"]  # the real verifier ran
+    # ... in the verifier process where a second core can take it, else in this one.
+    assert ("sigstore.verify.verifier" in modules) is (len(os.sched_getaffinity(0)) < 2)
+
+
+def test_a_lock_process_verifying_in_its_verifier_process_concludes_what_one_in_process_does(
+    hub_env, sigstore, tmp_path
+) -> None:
+    # `kernels lock` as a user runs it (a real process, where the verifier process takes the
+    # bundles when a second core is usable) against the same command in this process: the
+    # same refusal line for a signer not allowed, and the same kernels.lock once it is allowed.
+    from tests.fixtures.processes import KERNELS
+
+    good = add_signed(hub_env, "sig-process-good", sigstore)
+    stranger = add_signed(hub_env, "sig-process-stranger", sigstore, identity=Identity(f"{ORG}/someone-else"))
+    allowed = [{"repository": repo, "workflow": WORKFLOW, "ref": MAIN} for repo in (good, stranger)]
+    deps = f'"{good}" = ">=1"\n"{stranger}" = ">=1"\n'
+    outcomes = {}
+    for name, identities in (("refused", allowed[:1]), ("allowed", allowed + [{"repository": f"{ORG}/someone-else",
+                                                                              "workflow": WORKFLOW, "ref": MAIN}])):
+        results = []
+        for how in ("process", "here"):
+            project = project_for(tmp_path / name / how, sigstore, deps, require=True, identities=identities)
+            if how == "process":
+                env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / name / "state")}  # no receipt stands in
+                result = subprocess.run([KERNELS, "lock", str(project)], capture_output=True, text=True, env=env,
+                                        timeout=120)  # fmt: skip
+            else:
+                result = run_kernels("lock", str(project), env={"XDG_STATE_HOME": str(tmp_path / name / "state-here")})
+            lock = project / "kernels.lock"
+            results.append((result.returncode, result.stderr.replace(str(project), "PROJECT"),
+                            lock.read_text() if lock.exists() else None))  # fmt: skip
+        assert results[0] == results[1], results
+        outcomes[name] = results[0]
+    code, stderr, lock = outcomes["refused"]
+    assert code == 1 and lock is None
+    assert stderr.startswith("error: kernels.lock not written: 2 builds are not signed as the project requires: ")
+    assert f"found a signature by {ORG}/someone-else {WORKFLOW}@{MAIN}" in stderr
+    code, _, lock = outcomes["allowed"]
+    assert code == 0 and [entry["repo_id"] for entry in json.loads(lock)] == sorted([good, stranger])
+    assert all(entry["signatures"] for entry in json.loads(lock))
 
 
 @pytest.mark.parametrize(
