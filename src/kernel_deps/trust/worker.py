@@ -77,8 +77,8 @@ def running() -> bool:
 
 
 def stop() -> None:
-    """End the worker, if one runs (it also ends by itself when this process does), and start
-    none again until :func:`enable`."""
+    """End the worker, if one runs (it also ends by itself at the end of its input, when this
+    process does), and start none again until :func:`enable`."""
     global _worker, _enabled
     with _state:
         worker, _worker, _enabled = _worker, None, False
@@ -218,9 +218,16 @@ class _Worker:
             future.set_exception(_WorkerGone())
 
     def close(self) -> None:
-        """No more requests; the worker ends at the end of its input, not waited for."""
+        """No more requests, and the worker ended now: nothing it would still do is wanted, and
+        a process left to wind down (sigstore's modules loaded) would take a core from what
+        the user runs next."""
         with self._lock:
             self._fail_all()
+        try:
+            self.process.kill()
+            self.process.wait()
+        except OSError:
+            pass
 
 
 def _outcome(answer: dict) -> CertifiedSigner:
@@ -305,6 +312,7 @@ def main() -> None:
         _serve(Path(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else None, sys.stdin.buffer, answers)
     except (KeyboardInterrupt, BrokenPipeError):
         pass
+    os._exit(0)  # every answer is written: no teardown of the modules sigstore loaded
 
 
 if __name__ == "__main__":
