@@ -8,12 +8,13 @@ before it reads the files until the lock is written (:func:`kernel_deps.project.
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from kernel_deps.core.records import Record, replaceable
-from kernel_deps.core.settings import is_offline
+from kernel_deps.core.settings import PYPROJECT_NAME, is_offline
 from kernel_deps.core.spec import KernelRequirement
 from kernel_deps.core.targets import Target
 from kernel_deps.lock.diff import LockChange, diff_locks
@@ -123,20 +124,24 @@ def relock(
     notice: Callable[[str], None] | None = None,
 ) -> tuple[LockReport, Project]:
     """Resolve the project's kernels and write kernels.lock when it changes, under the
-    project's edit lock from before pyproject.toml is read (finishing a pending edit first)
-    until the lock is written; ``notice`` is told when it waits for another command.
-    Returns the report and the project as it was read under the lock (what a caller that goes
-    on, as ``kernels sync`` does, uses instead of reading it again)."""
+    project's edit lock (finishing a pending edit first) until the lock is written; ``notice``
+    is told when it waits for another command. pyproject.toml is read once, before the Hub
+    client's import, so that a project asking for signatures starts its verifier process
+    then (:mod:`kernel_deps.trust.worker`); under the edit lock that reading stands only if
+    the file is still the one read (the same file, size and times), else it is read again there.
+    Returns the report and the project as it was read (what a caller that goes on, as
+    ``kernels sync`` does, uses instead of reading it again)."""
     from kernel_deps.trust import worker
 
     worker.enable()
     try:
-        _verifier_ahead(Path(project_dir))
+        early = _read_early(Path(project_dir))
         from kernel_deps.hub.client import HubClient
 
         hub = hub or HubClient()
         with hub.operation(), editing(Path(project_dir), hub=hub, notice=notice):
-            project = read_project_record(Path(project_dir))
+            project = early[0] if early is not None and _file_state(Path(project_dir)) == early[1] else None
+            project = project or read_project_record(Path(project_dir))
             assert project is not None
             report = lock_while_editing(project, hub=hub, mode=LockMode.WRITE, requirements=requirements,
                                         targets=targets, upgrade=upgrade, upgrade_packages=upgrade_packages)  # fmt: skip
@@ -145,20 +150,32 @@ def relock(
     return report, project
 
 
-def _verifier_ahead(project_dir: Path) -> None:
-    """When pyproject.toml asks for signatures, start the verifier process before the Hub
-    client's import (:mod:`kernel_deps.trust.worker`): read here only for that, unlocked; the
-    project is read again under its edit lock, and a problem is reported from there."""
+def _read_early(project_dir: Path) -> tuple[Project, tuple] | None:
+    """The project read before the edit lock is taken, with the state of its pyproject.toml
+    before and after that read (None when they differ, or on any problem: the read under the
+    lock reports it); the verifier process started when its policy asks for signatures."""
     from kernel_deps.core.errors import KernelDepsError
     from kernel_deps.trust import worker
 
     try:
+        before = _file_state(project_dir)
         project = read_project_record(project_dir)
+        policy = project.policy if project is not None else None
     except (KernelDepsError, OSError, ValueError):
-        return
-    policy = project.policy if project is not None else None
+        return None
     if policy is not None and (policy.require or policy.identities or policy.kernel_identities):
         worker.start(policy.trusted_root)
+    unchanged = before is not None and _file_state(project_dir) == before
+    return (project, before) if project is not None and unchanged else None
+
+
+def _file_state(project_dir: Path) -> tuple[int, ...] | None:
+    """What tells pyproject.toml's content changed without reading it: device, inode, size, times."""
+    try:
+        info = os.stat(project_dir / PYPROJECT_NAME)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def lock_while_editing(

@@ -23,10 +23,16 @@ _watched: list[Path] = []  # the pyproject.toml whose reads are counted now (non
 _opens: list[str] = []
 
 
+_on_open: list[tuple[Path, object]] = []  # (a path, what to do once when it is first opened)
+
+
 def _hook(event: str, args: tuple) -> None:
     """Each open of the watched file for reading (``open`` and ``os.open`` raise this event)."""
     if event != "open" or not _watched or not args or not isinstance(args[0], (str, bytes, os.PathLike)):
         return
+    if _on_open and os.fsdecode(args[0]) == str(_on_open[0][0]):
+        _, action = _on_open.pop()
+        action()
     path, mode, flags = (list(args) + [None, None])[:3]
     reading = (flags & os.O_ACCMODE) == os.O_RDONLY if mode is None and isinstance(flags, int) else "r" in (mode or "r")
     if reading and os.fsdecode(path) == str(_watched[0]):
@@ -80,11 +86,40 @@ def test_each_command_reads_pyproject_once(app, tmp_path, command, expected) -> 
     assert (opens, parses) == (expected, expected)
 
 
-def test_a_sync_that_relocks_reads_pyproject_again_only_under_the_edit_lock(app) -> None:
-    project, _ = app  # no lock yet: the judgement reads it, the relock reads it again holding the edit lock
+def test_a_sync_that_relocks_reads_pyproject_again_for_the_relock(app) -> None:
+    project, _ = app  # no lock yet: the judgement reads it, the relock reads it again (used under its edit lock)
     opens, parses, result = reads(project, "sync", str(project))
     assert result.returncode == 0, (result.stdout, result.stderr)
     assert (opens, parses) == (2, 2)
+
+
+def test_a_lock_reads_pyproject_again_under_the_edit_lock_when_it_changed_after_the_first_read(app) -> None:
+    # The relock reads pyproject.toml before taking the edit lock (to start its verifier
+    # early); another writer replaces the file between that read and the lock (here, the
+    # moment the edit lock's file is opened): the lock is made from the file as it is under
+    # the lock, read again there.
+    import json
+
+    from kernel_deps.core.settings import EDIT_LOCK_NAME
+
+    project, repo_id = app
+    assert run_kernels("lock", str(project)).returncode == 0
+    pyproject = project / "pyproject.toml"
+    edited = pyproject.read_text().replace('">=1,<2"', '">=1,<1.1"')
+    _on_open[:] = [(project / EDIT_LOCK_NAME, lambda: _replace(pyproject, edited))]
+    try:
+        opens, parses, result = reads(project, "lock", str(project))
+    finally:
+        _on_open.clear()
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    assert (opens, parses) == (2, 2)
+    assert json.loads((project / "kernels.lock").read_text())[0]["version"] == "v1.0.0"  # the range as edited
+
+
+def _replace(path: Path, text: str) -> None:
+    temp = path.with_name(path.name + ".new")
+    temp.write_text(text)
+    os.replace(temp, path)
 
 
 def test_add_and_remove_read_pyproject_once_and_parse_each_text_once(app, hub_env) -> None:
