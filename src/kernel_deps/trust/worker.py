@@ -119,11 +119,9 @@ def verify(
             sent = _ahead.pop(key, None)
         try:
             sent = sent or worker.submit(data, bundle, trusted_root, allowed, root_content)
-            answer = sent.result(timeout=ANSWER_SECONDS)
+            return _outcome(sent.result(timeout=ANSWER_SECONDS))
         except (_WorkerGone, TimeoutError):
-            answer = None
-        if answer is not None:
-            return _outcome(answer)
+            pass  # verified here, below
     return verify_bundle(data, bundle, trusted_root, allowed, root_content)
 
 
