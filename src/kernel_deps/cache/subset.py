@@ -262,7 +262,8 @@ def _missing_folders(folder: Path) -> list[Path]:
 
 def _tidy(folder: Path, staging: set[str], recorded: set[str], made: list[Path]) -> None:
     """After a run, finished or not: remove the store's staging folders (what a stopped
-    placing leaves there; made again by the next) and the folders they leave empty, record
+    placing leaves there; made again by the next) and every folder of what it places that is
+    left empty, record
     ``recorded``, and, when this run made ``folder`` and placed nothing in it, remove it
     and the folders made above it."""
     try:
@@ -270,7 +271,10 @@ def _tidy(folder: Path, staging: set[str], recorded: set[str], made: list[Path])
             return
         for rel in sorted(staging):
             _remove_placed(folder, rel)
-            ownedfs.remove_empty_folders(folder, (folder / rel).parent)
+        # A run stopped between making a folder and placing in it (a manifest's commit folder,
+        # a variant's build folder, blobs/) leaves it empty: each goes, with those above it that it empties.
+        for parent in sorted({(folder / rel).parent for rel in recorded | staging}, reverse=True):
+            ownedfs.remove_empty_folders(folder, parent)
         with os.scandir(folder) as entries:
             names = {entry.name for entry in entries}
         if made and names <= {RECORD_NAME}:
