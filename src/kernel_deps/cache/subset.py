@@ -263,9 +263,8 @@ def _missing_folders(folder: Path) -> list[Path]:
 def _tidy(folder: Path, staging: set[str], recorded: set[str], made: list[Path]) -> None:
     """After a run, finished or not: remove the store's staging folders (what a stopped
     placing leaves there; made again by the next) and every folder of what it places that is
-    left empty, record
-    ``recorded``, and, when this run made ``folder`` and placed nothing in it, remove it
-    and the folders made above it."""
+    left empty, record ``recorded``, and, when this run made ``folder`` and placed nothing in
+    it, remove it and the folders made above it."""
     try:
         if not folder.is_dir():
             return

@@ -42,7 +42,7 @@ from kernel_deps.hub.memo import Once, RunMemo
 from kernel_deps.hub.refs import RepoRefs
 from kernel_deps.trust.publishers import PublisherTrust
 from kernel_deps.hub.redirects import MAX_REDIRECTS, Redirect, and_list, parse_kernel_status, redirect_trail
-from kernel_deps.trust.digests import BUNDLE_NAME
+from kernel_deps.trust.digests import BUNDLE_NAME, METADATA_NAME
 
 T = TypeVar("T")
 
@@ -182,7 +182,7 @@ class KernelIndex(RunMemo):
             tree = self.tree(repo_id, commit)
             named = {(variant, entry.path[len(BUILD_DIR) + len(variant) + 2:]): entry
                      for variant, files in tree.files.items() for entry in files}  # fmt: skip
-            listed = [(variant, entry) for (variant, name), entry in named.items() if name == "metadata.json"]
+            listed = [(variant, entry) for (variant, name), entry in named.items() if name == METADATA_NAME]
             bundles = [(variant, entry) for (variant, name), entry in named.items() if name == BUNDLE_NAME]
             if bundles and self.on_signed is not None:
                 self._signed_once()
@@ -191,8 +191,8 @@ class KernelIndex(RunMemo):
             # Each variant's signature bundle, which locking verifies, read in the background in the
             # same wave (queued after this commit's metadata.json reads), then given to on_bundle.
             for variant, entry in bundles:
-                job = (repo_id, commit, variant, entry, named.get((variant, "metadata.json")))
-                self._calls.submit(self._quietly, self._read_bundle, job)
+                self._calls.submit(self._quietly, self._read_bundle, (repo_id, commit, variant, entry,
+                                                                      named.get((variant, METADATA_NAME))))  # fmt: skip
             for read in reads:  # the kernels each one names prefetched as it arrives, not once all have
                 read.add_done_callback(self._prefetch_named)
             metadata = [read.result() for read in reads]

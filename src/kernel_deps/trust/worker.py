@@ -219,6 +219,7 @@ class _Worker:
         """No more requests, and the worker ended now: nothing it would still do is wanted, and
         a process left to wind down (sigstore's modules loaded) would take a core from what
         the user runs next."""
+        atexit.unregister(self.close)  # a library that locks again and again keeps no closed worker alive
         with self._lock:
             self._fail_all()
         try:
