@@ -114,9 +114,10 @@ def system_from_torch() -> SystemInfo:
     return SystemInfo(torch_version, cxx11, backend, backend_version, arch, os_name, macos)
 
 
-def system_from_files(path: Sequence[str] | None = None) -> SystemInfo | None:
+def system_from_files(path: Sequence[str] | None = None, *, without_torch: bool = True) -> SystemInfo | None:
     """Describe this machine from the files of the torch ``import torch`` would find on
-    ``path`` (default ``sys.path``), without importing it; None when they cannot tell.
+    ``path`` (default ``sys.path``), without importing it; None when they cannot tell
+    (and, unless ``without_torch``, when no torch is found: the CUDA runtime is not probed).
 
     The torch version comes from its ``torch-X.dist-info/METADATA`` (else ``torch/version.py``),
     the CUDA, ROCm (``hip``) and XPU versions from ``torch/version.py``, the C++ ABI from
@@ -130,7 +131,7 @@ def system_from_files(path: Sequence[str] | None = None) -> SystemInfo | None:
     try:
         spec = PathFinder.find_spec("torch", search)
         if spec is None:
-            return _without_torch(arch, os_name, macos)
+            return _without_torch(arch, os_name, macos) if without_torch else None
         if any(PathFinder.find_spec(name, search) is not None for name in _DEVICE_EXTENSIONS):
             return None
     except (ImportError, ValueError, OSError):

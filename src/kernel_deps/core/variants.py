@@ -160,6 +160,20 @@ def is_valid_variant_name(name: str) -> bool:
     return parse_variant(name) is not None
 
 
+def exact_build_name(system: SystemInfo) -> str | None:
+    """The name kernel-builder gives the exact torch build for ``system`` (C++ ABI-tagged on
+    linux), e.g. ``torch213-cxx11-cu128-x86_64-linux``; None without torch or a known backend."""
+    token = {backend: token for token, backend in _BACKEND_TOKENS.items()}.get(system.backend)
+    if system.torch_version is None or token is None:
+        return None
+    parts = [f"torch{system.torch_version[0]}{system.torch_version[1]}"]
+    if system.os == "linux" and system.cxx11 is not None:
+        parts.append(abi_label(system.cxx11))
+    parts += [token + "".join(map(str, system.backend_version or ())), system.arch, system.os]
+    name = "-".join(parts)
+    return name if is_valid_variant_name(name) else None
+
+
 def system_for_variant(name: str) -> SystemInfo:
     """The system an arch build targets, for cross-targeting (``--variant NAME``) and tests.
 

@@ -204,11 +204,14 @@ class HubClient:
         return CommitListing(tuple(check_listing(repo_id, commit, BUILD_DIR, build)), top)
 
     def read_small_file(
-        self, repo_id: str, commit: str, path: str, limit: int = MAX_SMALL_FILE_BYTES, *, retries: int | None = None
-    ) -> bytes:
-        """The bytes of one small file at ``commit``; refuses files over ``limit`` bytes;
-        ``retries`` other than the client's (0: one attempt, for a file that may be missing)."""
-        url = hf_hub_url(repo_id, path, repo_type=self.repo_type(repo_id), revision=commit, endpoint=self.endpoint)
+        self, repo_id: str, commit: str, path: str, limit: int = MAX_SMALL_FILE_BYTES, *,
+        repo_type: str | None = None, retries: int | None = None,
+    ) -> bytes:  # fmt: skip
+        """The bytes of one small file at ``commit`` (a commit or a branch); refuses files over
+        ``limit`` bytes; ``repo_type`` as for :meth:`list_commit`; ``retries`` other than the
+        client's (0: one attempt, for a file that may be missing)."""
+        kind = repo_type or self.repo_type(repo_id)
+        url = hf_hub_url(repo_id, path, repo_type=kind, revision=commit, endpoint=self.endpoint)
 
         def too_large() -> HubError:
             return HubError(f"{path} is larger than {limit} bytes; refusing to read it", subject=f"{repo_id}@{commit[:12]}")

@@ -379,11 +379,18 @@ class KernelIndex(RunMemo):
     def _prefetch_named(self, read: Future) -> None:
         """Prefetch the kernels a ``metadata.json`` read names (its redirects followed first),
         as soon as it has arrived; what cannot be read is left to the caller that reads it."""
+        if not read.cancelled() and read.exception() is None:
+            self.prefetch_named_by(read.result())
+
+    def prefetch_named_by(self, metadata: dict | bytes) -> None:
+        """Prefetch the kernels a ``metadata.json`` (parsed, or its bytes) names, its redirects
+        followed first; nothing for one that cannot be read, or once the run is over."""
         pick = self._pick
-        if pick is None or read.cancelled() or read.exception() is not None:
+        if pick is None:
             return
         try:
-            named = parse_kernel_depends(read.result().get("kernel-depends", []), source="metadata.json")
+            meta = parse_metadata(metadata, "metadata.json") if isinstance(metadata, bytes) else metadata
+            named = parse_kernel_depends(meta.get("kernel-depends", []), source="metadata.json")
             self.prefetch(named, pick, unless_redirected=True)
         except Exception:  # noqa: BLE001 - not a valid list (raised when read), or the run is over
             return

@@ -10,7 +10,9 @@ listing (a wave of requests less per kernel). A listing of a whole
 commit is asked as ``tree/<commit>/``, which olah answers without a redirect; a server
 that refuses that form is asked without the slash. Independent kernels' requests go
 together: 20 kernels take no more waves of requests, one after another, than 3, and a
-kernel named by another's ``metadata.json`` two waves more.
+kernel named by another's ``metadata.json`` one wave more: the ``metadata.json`` of this
+machine's build is read at main beside the refs, so the kernels it names are asked for
+a wave before the picked commit's listing could name them.
 """
 
 from __future__ import annotations
@@ -236,12 +238,13 @@ def lock_through_the_command(project: Path, proxy, cache: Path) -> bytes:
     return (project / "kernels.lock").read_bytes()
 
 
-def test_a_kernel_named_by_another_takes_two_waves_more_and_the_lock_is_the_same(hub_env, proxy, tmp_path) -> None:
+def test_a_kernel_named_by_another_takes_one_wave_more_and_the_lock_is_the_same(hub_env, proxy, tmp_path) -> None:
     # A requires C in its metadata.json; B stands alone. Per level of the graph the Hub
     # protocol orders the refs before the commit's listing and a listing before the files
-    # it names, and C is known only once A's metadata.json has arrived: with main's
-    # listing beside the refs, A's files are read beside A's listing (two waves), then C's
-    # refs go and its files beside its listing (two more). Asked one after another, it was six.
+    # it names. With main's listing and this machine's build's metadata.json (at main)
+    # asked beside the refs, C is known after the first wave: A's other files are read
+    # beside A's listing while C's refs go (two waves), then C's files beside its listing
+    # (three). Asked one after another, it was six; with main's listing alone, four.
     a, b, c = (f"kernels-test/named-{x}" for x in "abc")
     hub_env.add_repo(KernelRepo(c, (Release("1.0.0"), Release("1.1.0"))))
     hub_env.add_repo(KernelRepo(a, (Release("1.0.0", depends=((c, ">=1"),)), Release("1.1.0", depends=((c, ">=1"),)))))
@@ -258,10 +261,32 @@ def test_a_kernel_named_by_another_takes_two_waves_more_and_the_lock_is_the_same
     proxy.reset_counts()
     slow = lock_through_the_command(write_project(tmp_path / "slow", deps), proxy, tmp_path / "cache-slow")
     assert slow == plain
-    assert waves(proxy) == 4
+    assert waves(proxy) == 3
     variants = len(DEFAULT_VARIANTS)
+    # This machine's build read at main stands for its read at the pick: no request more.
     assert by_kind(proxy) == {"refs": 3, "tree": 2 * 3, "slash": 0, "file": 3 * variants, "other": 0}
+    assert {path for _, path in proxy.counts if "/resolve/main/" in path} == {
+        f"/kernels/{name}/resolve/main/build/{CPU_VARIANT}/metadata.json" for name in (a, b, c)
+    }
     assert {request: n for request, n in proxy.counts.items() if n > 1} == {}
+
+
+def test_a_main_build_naming_other_kernels_costs_requests_not_the_lock(hub_env, proxy, tmp_path) -> None:
+    # This machine's build is read at main, which is past the release picked: the kernel its
+    # metadata.json names is asked about in vain, and the lock holds what the pick's files name.
+    a, c, d = (f"kernels-test/moved-main-{x}" for x in "acd")
+    for name in (c, d):
+        hub_env.add_repo(KernelRepo(name, (Release("1.0.0"),)))
+    hub_env.add_repo(KernelRepo(a, (Release("1.0.0", depends=((c, ">=1"),)), Release("2.0.0", depends=((d, ">=1"),)))))
+    deps = f'"{a}" = "<2"'
+    without_main_hints(tmp_path / "cache-plain", [a, c, d])
+    plain = lock_through_the_command(write_project(tmp_path / "plain", deps), proxy, tmp_path / "cache-plain")
+    proxy.reset_counts()
+    hinted = lock_through_the_command(write_project(tmp_path / "hinted", deps), proxy, tmp_path / "cache-hinted")
+    assert hinted == plain
+    assert c.encode() in hinted and d.encode() not in hinted
+    assert ("GET", f"/api/kernels/{d}/refs") in proxy.counts
+    assert (f"/kernels/{a}/resolve/main/build/{CPU_VARIANT}/metadata.json") in {path for _, path in proxy.counts}
 
 
 def misleading_main(change: str):
@@ -293,8 +318,12 @@ def test_a_main_branch_unlike_the_picked_commit_costs_requests_not_the_lock(hub_
     assert again == first
     files = {path for _, path in proxy.counts if "/resolve/" in path}
     assert all(path.endswith("/metadata.json") for path in files)
-    if change == "variants":  # the renamed folders asked for at the commit, in vain
-        assert sum("torch299-" in path for path in files) == 2
-    else:  # the repo may redirect: its builds are read only once its listing is in
+    # This machine's build is read at main beside the listing, and stands for its read at
+    # the pick, which main's listing shows with that content under any name.
+    at_main = {path for path in files if "/resolve/main/" in path}
+    assert at_main == {f"/kernels/{name}/resolve/main/build/{CPU_VARIANT}/metadata.json"}
+    if change == "variants":  # the other renamed folder asked for at the commit, in vain
+        assert sum("torch299-" in path for path in files) == 1
+    else:  # the repo may redirect: the other builds are read only once its listing is in
         assert not any("torch299-" in path for path in files)
-    assert by_kind(proxy)["file"] == len(files) == len(DEFAULT_VARIANTS) + (2 if change == "variants" else 0)
+    assert by_kind(proxy)["file"] == len(files) == len(DEFAULT_VARIANTS) + (1 if change == "variants" else 0)

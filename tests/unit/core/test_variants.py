@@ -19,6 +19,7 @@ from kernel_deps.core.variants import (
     InvalidVariantError,
     NoMatchingVariantError,
     Variant,
+    exact_build_name,
     is_valid_variant_name,
     parse_variant,
     rank_variants,
@@ -548,3 +549,22 @@ def test_metal_builds_need_macos_26(monkeypatch: pytest.MonkeyPatch, release: st
     system = detect_system()
     assert (system.backend, system.cxx11, system.macos_version) == ("metal", None, macos)
     assert rank_variants(["torch29-metal-aarch64-darwin", "torch-metal"], system)[0] == accepted
+
+
+@pytest.mark.parametrize(
+    ("system", "name"),
+    [
+        (SystemInfo((2, 13), True, "cpu", None, "x86_64", "linux"), "torch213-cxx11-cpu-x86_64-linux"),
+        (SystemInfo((2, 9), True, "cuda", (12, 8), "x86_64", "linux"), "torch29-cxx11-cu128-x86_64-linux"),
+        (SystemInfo((2, 9), False, "rocm", (6, 3), "x86_64", "linux"), "torch29-cxx98-rocm63-x86_64-linux"),
+        (SystemInfo((2, 10), None, "cuda", (13, 0), "aarch64", "linux"), "torch210-cu130-aarch64-linux"),
+        (SystemInfo((2, 9), None, "metal", None, "aarch64", "darwin", (26, 0)), "torch29-metal-aarch64-darwin"),
+        (SystemInfo(None, None, "cuda", (12, 8), "x86_64", "linux"), None),
+    ],
+)
+def test_the_exact_build_named_for_a_system_is_one_it_takes(system: SystemInfo, name: str | None) -> None:
+    # The build `kernels lock` reads early at main: the one this machine would load, when
+    # the kernel has it.
+    assert exact_build_name(system) == name
+    if name is not None:
+        assert select_variant("kernels-test/x", [name, "torch-universal"], system) == name
