@@ -425,7 +425,9 @@ def main() -> None:
             proxy = servers.enter_context(FaultProxy(hub.url))
             # client -> its own fault proxy -> the concurrent caching layer -> olah
             layer = servers.enter_context(CachingHub(hub.url))
-            fast = servers.enter_context(FaultProxy(layer.url))
+            # Each client connection forwarded over one connection to the layer, kept: no
+            # connection and no layer thread per request, on the cores the client uses too.
+            fast = servers.enter_context(FaultProxy(layer.url, keep_upstream=True))
             ours, theirs = tools(root, proxy.url)
             print(f"kernel-deps under test: {ours_location(ours)}", flush=True)
             click = import_click(runs)

@@ -2,7 +2,10 @@
 
 olah serves one request after another; tests/fixtures/cachinghub.py, between the latency
 proxy and olah (client -> fault proxy -> caching layer -> olah), serves every answer it
-has seen from memory, many at once, as a real Hub serves them side by side. The first,
+has seen from memory, many at once, as a real Hub serves them side by side. The proxy keeps
+one connection to the layer per client connection (``FaultProxy(keep_upstream=True)``), so
+the test servers, on the cores the client uses too, spend no connection and no thread of
+the layer per request. The first,
 untimed run of each command primes it; each row says whether every request of the timed
 runs came from its memory. Commands are kernel-deps' own ``kernels`` script (the one
 every row of bench/compare.py runs, with its environment), fresh processes, with a cache
