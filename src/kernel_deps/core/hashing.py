@@ -94,6 +94,8 @@ def _new(name: Literal["sha1", "sha256"], size: int) -> _Hash:
         try:
             if name == "sha1":
                 from _sha1 import sha1 as builtin
+            elif sys.version_info >= (3, 12):
+                from _sha2 import sha256 as builtin  # where 3.12 moved it
             else:
                 from _sha256 import sha256 as builtin
         except ImportError:  # an interpreter built with OpenSSL's hashes alone
