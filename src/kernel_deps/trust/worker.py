@@ -120,8 +120,10 @@ def verify(
         try:
             sent = sent or worker.submit(data, bundle, trusted_root, allowed, root_content)
             return _outcome(sent.result(timeout=ANSWER_SECONDS))
-        except (_WorkerGone, TimeoutError):
+        except _WorkerGone:
             pass  # verified here, below
+        except TimeoutError:  # it stopped answering: ended, so that no other bundle waits on it
+            worker.close()
     return verify_bundle(data, bundle, trusted_root, allowed, root_content)
 
 

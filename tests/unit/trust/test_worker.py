@@ -35,18 +35,25 @@ started = worker.start(root)
 if case["kill"]:
     worker._worker.process.kill()
     worker._worker.process.wait()
+if case.get("hang"):  # stopped, as by a debugger or a frozen container: alive, answering nothing
+    import os, signal
+    worker.ANSWER_SECONDS = case["hang"]
+    os.kill(worker._worker.process.pid, signal.SIGSTOP)
 items = [(Path(i["data"]).read_bytes(), Path(i["bundle"]).read_bytes(), [[Identity(*f) for f in g] for g in i["allowed"]])
          for i in case["items"]]
 if case["ahead"]:
     for data, bundle, allowed in items:
         worker.ahead(data, bundle, root, allowed, root.read_bytes())
+import time
 verdicts = []
+began = time.monotonic()
 for data, bundle, allowed in items:
     try:
         verdicts.append(worker.verify(data, bundle, root, allowed, root.read_bytes()).to_dict())
     except BundleError as exc:
         verdicts.append({"reason": exc.reason, "not_allowed": exc.not_allowed})
-print(json.dumps({"started": started, "verdicts": verdicts, "sigstore_here": "sigstore.verify" in sys.modules}))
+print(json.dumps({"started": started, "verdicts": verdicts, "sigstore_here": "sigstore.verify" in sys.modules,
+                  "waited": time.monotonic() - began}))
 """
 
 REPO = "kernels-test/worker"
@@ -93,10 +100,11 @@ def here(root: Path, items: list[dict]) -> list[dict]:
     return verdicts
 
 
-def in_a_process(root: Path, items: list[dict], *, kill: bool = False, ahead: bool = False) -> dict:
+def in_a_process(root: Path, items: list[dict], *, kill: bool = False, ahead: bool = False, hang: float = 0) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     result = subprocess.run([sys.executable, "-c", CASE], input=json.dumps({"root": str(root), "items": items,
-                            "kill": kill, "ahead": ahead}), capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+                            "kill": kill, "ahead": ahead, "hang": hang}), capture_output=True, text=True, env=env,
+                            timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout)
 
@@ -114,6 +122,11 @@ def test_the_worker_gives_verify_bundles_verdicts_and_a_dead_one_leaves_them_to_
     killed = in_a_process(root, items, kill=True, ahead=True)
     assert killed["started"] and killed["verdicts"] == expected
     assert killed["sigstore_here"]  # verified here once the worker was gone
+    # A worker that stops answering is waited for once (its answer time, 2 s here), then
+    # ended: the other bundles are verified here at once, not after a wait of their own.
+    hung = in_a_process(root, items, ahead=True, hang=2.0)
+    assert hung["started"] and hung["verdicts"] == expected and hung["sigstore_here"]
+    assert 2.0 <= hung["waited"] < 2.0 * 2
 
 
 ORPHAN = r"""
