@@ -164,20 +164,25 @@ def edit_and_relock(
     through, at their target.
     """
     from kernel_deps.hub.client import HubClient
+    from kernel_deps.trust import worker
 
     project_dir = Path(project_dir)
     pyproject = project_dir / PYPROJECT_NAME
     hub = hub or HubClient()
-    with hub.operation(), editing(project_dir, hub=hub, notice=notice):
-        original = read_pyproject_text(project_dir)
-        updated = edit(original)
-        if updated == original:
-            return lock_while_editing(project_from_source(original, project_dir), hub=hub, mode=LockMode.WRITE)
-        # The edited text, parsed once: its requirements, targets and policy are what the relock judges.
-        edited = project_from_source(updated, project_dir)
-        outcome = lock_while_editing(edited, hub=hub, mode=LockMode.RESOLVE)
-        files = {pyproject: updated}
-        if not outcome.up_to_date:
-            files[outcome.path] = outcome.lock.to_text()
-        atomicfile.write_together(files, journal=project_dir / EDIT_JOURNAL_NAME)
+    worker.enable()  # signatures verified in a second process, as `kernels lock` does (trust/worker.py)
+    try:
+        with hub.operation(), editing(project_dir, hub=hub, notice=notice):
+            original = read_pyproject_text(project_dir)
+            updated = edit(original)
+            if updated == original:
+                return lock_while_editing(project_from_source(original, project_dir), hub=hub, mode=LockMode.WRITE)
+            # The edited text, parsed once: its requirements, targets and policy are what the relock judges.
+            edited = project_from_source(updated, project_dir)
+            outcome = lock_while_editing(edited, hub=hub, mode=LockMode.RESOLVE)
+            files = {pyproject: updated}
+            if not outcome.up_to_date:
+                files[outcome.path] = outcome.lock.to_text()
+            atomicfile.write_together(files, journal=project_dir / EDIT_JOURNAL_NAME)
+    finally:
+        worker.stop()
     return replace(outcome, written=not outcome.up_to_date)
