@@ -17,7 +17,8 @@ told from torch's files), at ``main``. The kernels its ``kernel-depends`` names 
 prefetched as soon as it arrives, a wave before the picked commit's files could name them:
 a lock whose graph is N kernels deep waits on N + 1 waves of requests, not 2N. Where main's
 listing shows a file of those bytes, the read stands for that file's (no request more);
-where this machine has no torch (or its build is not there) no read or a wasted one.
+no read where torch's files do not tell this machine's build (no torch; macOS), a wasted
+one where the kernel lacks that build.
 
 The hints only decide which paths are asked for early and which kernels are prefetched,
 never what is locked: each read of main's listing names the picked commit, and bytes read
