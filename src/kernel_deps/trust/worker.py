@@ -45,15 +45,17 @@ MAX_FRAME = 8 << 20  # a bundle, its metadata.json and a trusted root, base64'd,
 ANSWER_SECONDS = 60.0
 
 _state = threading.Lock()
-_enabled = False
+_users = 0  # the commands in this process between enable() and stop() (a library may relock in threads)
 _worker: _Worker | None = None
 _ahead: dict[tuple, Future] = {}  # verdicts asked for ahead of verify(), by request
 
 
 def enable() -> None:
-    """Let :func:`start` start a worker in this process (the CLI's locking commands)."""
-    global _enabled
-    _enabled = True
+    """Let :func:`start` start a worker in this process (the CLI's locking commands), until the
+    matching :func:`stop`."""
+    global _users
+    with _state:
+        _users += 1
 
 
 def start(trusted_root: Path | None) -> bool:
@@ -62,7 +64,7 @@ def start(trusted_root: Path | None) -> bool:
     verified here); whether one is running."""
     global _worker
     with _state:
-        if _worker is None and _enabled and _usable_cores() > 1 and "sigstore.verify" not in sys.modules:
+        if _worker is None and _users > 0 and _usable_cores() > 1 and "sigstore.verify" not in sys.modules:
             try:
                 _worker = _Worker(trusted_root)
             except OSError:
@@ -77,11 +79,15 @@ def running() -> bool:
 
 
 def stop() -> None:
-    """End the worker, if one runs (it also ends by itself at the end of its input, when this
-    process does), and start none again until :func:`enable`."""
-    global _worker, _enabled
+    """The end of one :func:`enable`: once no command that enabled it is left, end the worker,
+    if one runs (it also ends by itself at the end of its input, when this process does), and
+    start none again until :func:`enable`. Another command still locking keeps it."""
+    global _worker, _users
     with _state:
-        worker, _worker, _enabled = _worker, None, False
+        _users = max(_users - 1, 0)
+        if _users:
+            return
+        worker, _worker = _worker, None
         _ahead.clear()
     if worker is not None:
         worker.close()

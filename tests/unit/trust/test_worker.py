@@ -162,3 +162,38 @@ def _state(pid: int) -> str:
         return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "Z"
+
+
+TWO_LOCKS = r"""
+import json, sys
+from pathlib import Path
+from kernel_deps.trust import worker
+from kernel_deps.trust.signers import Identity
+
+case = json.loads(sys.stdin.read())
+root = Path(case["root"])
+item = case["items"][0]
+data, bundle = Path(item["data"]).read_bytes(), Path(item["bundle"]).read_bytes()
+allowed = [[Identity(*f) for f in group] for group in item["allowed"]]
+worker.enable(); worker.enable()  # two locks of one process (a library's threads)
+started = worker.start(root)
+worker.stop()  # the first one done
+kept = worker.running()
+verdict = worker.verify(data, bundle, root, allowed, root.read_bytes()).to_dict()
+worker.stop()  # the second one done
+print(json.dumps({"started": started, "kept": kept, "verdict": verdict, "after": worker.running(),
+                  "again": worker.start(root), "sigstore_here": "sigstore.verify" in sys.modules}))
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the worker runs only where a second core can take it")
+def test_one_lock_ending_leaves_the_verifier_to_another_still_locking(cases) -> None:
+    root, items = cases
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    result = subprocess.run([sys.executable, "-c", TWO_LOCKS], input=json.dumps({"root": str(root), "items": items}),
+                            capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    assert report["started"] and report["kept"] and not report["sigstore_here"]  # the second lock's verdict came from it
+    assert report["verdict"] == here(root, items[:1])[0]
+    assert not report["after"] and not report["again"]  # ended with the last, and none started until enabled
