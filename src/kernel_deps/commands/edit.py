@@ -169,20 +169,17 @@ def edit_and_relock(
     project_dir = Path(project_dir)
     pyproject = project_dir / PYPROJECT_NAME
     hub = hub or HubClient()
-    worker.enable()  # signatures verified in a second process, as `kernels lock` does (trust/worker.py)
-    try:
-        with hub.operation(), editing(project_dir, hub=hub, notice=notice):
-            original = read_pyproject_text(project_dir)
-            updated = edit(original)
-            if updated == original:
-                return lock_while_editing(project_from_source(original, project_dir), hub=hub, mode=LockMode.WRITE)
-            # The edited text, parsed once: its requirements, targets and policy are what the relock judges.
-            edited = project_from_source(updated, project_dir)
-            outcome = lock_while_editing(edited, hub=hub, mode=LockMode.RESOLVE)
-            files = {pyproject: updated}
-            if not outcome.up_to_date:
-                files[outcome.path] = outcome.lock.to_text()
-            atomicfile.write_together(files, journal=project_dir / EDIT_JOURNAL_NAME)
-    finally:
-        worker.stop()
+    # Signatures verified in a second process, as `kernels lock` does (trust/worker.py).
+    with worker.enabled(), hub.operation(), editing(project_dir, hub=hub, notice=notice):
+        original = read_pyproject_text(project_dir)
+        updated = edit(original)
+        if updated == original:
+            return lock_while_editing(project_from_source(original, project_dir), hub=hub, mode=LockMode.WRITE)
+        # The edited text, parsed once: its requirements, targets and policy are what the relock judges.
+        edited = project_from_source(updated, project_dir)
+        outcome = lock_while_editing(edited, hub=hub, mode=LockMode.RESOLVE)
+        files = {pyproject: updated}
+        if not outcome.up_to_date:
+            files[outcome.path] = outcome.lock.to_text()
+        atomicfile.write_together(files, journal=project_dir / EDIT_JOURNAL_NAME)
     return replace(outcome, written=not outcome.up_to_date)

@@ -133,8 +133,7 @@ def relock(
     ``kernels sync`` does, uses instead of reading it again)."""
     from kernel_deps.trust import worker
 
-    worker.enable()
-    try:
+    with worker.enabled():
         early = _read_early(Path(project_dir))
         from kernel_deps.hub.client import HubClient
 
@@ -145,8 +144,6 @@ def relock(
             assert project is not None
             report = lock_while_editing(project, hub=hub, mode=LockMode.WRITE, requirements=requirements,
                                         targets=targets, upgrade=upgrade, upgrade_packages=upgrade_packages)  # fmt: skip
-    finally:
-        worker.stop()
     return report, project
 
 

@@ -31,8 +31,9 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future
+from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO, Iterator, Sequence
 
 from kernel_deps.trust.bundles import BundleError, CertifiedSigner, TrustedRootError, verify_bundle
 from kernel_deps.trust.signers import Identity
@@ -56,6 +57,16 @@ def enable() -> None:
     global _users
     with _state:
         _users += 1
+
+
+@contextmanager
+def enabled() -> Iterator[None]:
+    """:func:`enable` for the block (a command's lock), :func:`stop` after it, however it ends."""
+    enable()
+    try:
+        yield
+    finally:
+        stop()
 
 
 def start(trusted_root: Path | None) -> bool:
