@@ -289,6 +289,30 @@ def test_a_main_build_naming_other_kernels_costs_requests_not_the_lock(hub_env, 
     assert (f"/kernels/{a}/resolve/main/build/{CPU_VARIANT}/metadata.json") in {path for _, path in proxy.counts}
 
 
+@pytest.mark.parametrize("main_build", ["missing", "hostile"])
+def test_a_main_build_missing_or_hostile_costs_a_request_not_the_lock(hub_env, proxy, tmp_path, main_build) -> None:
+    # This machine's build read at main is a guess: a kernel without that build answers 404,
+    # a hostile Hub answers anything (here a metadata.json naming a repo id that is none).
+    # Either costs that one request; the pick's files are read as before and the lock is
+    # the one made with no early read.
+    variants = (CUDA_VARIANT, METAL_VARIANT) if main_build == "missing" else DEFAULT_VARIANTS
+    (name,) = add_kernels(hub_env, f"main-build-{main_build}", 1, variants=variants)
+    guessed = f"/kernels/{name}/resolve/main/build/{CPU_VARIANT}/metadata.json"
+    deps = f'"{name}" = 1'
+    without_main_hints(tmp_path / "cache-plain", [name])
+    plain = lock_through_the_command(write_project(tmp_path / "plain", deps), proxy, tmp_path / "cache-plain")
+    if main_build == "hostile":
+        named = {"kernel-depends": [{"repo-id": "../../evil", "version": ">=1"}]}
+        proxy.answer_json = lambda path: (200, named) if path == guessed else None
+    proxy.reset_counts()
+    hinted = lock_through_the_command(write_project(tmp_path / "hinted", deps), proxy, tmp_path / "cache-hinted")
+    assert hinted == plain
+    files = {path for _, path in proxy.counts if "/resolve/" in path}
+    assert guessed in files
+    assert len(files) == by_kind(proxy)["file"] == len(variants) + 1  # each build once at the pick, and the guess
+    assert not any("evil" in path for _, path in proxy.counts)
+
+
 def misleading_main(change: str):
     """A ``rewrite_json`` giving a main branch's listing other than the commit it is picked
     at: its variant folders renamed, or a ``kernel-status.toml`` beside them."""
