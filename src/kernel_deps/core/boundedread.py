@@ -55,6 +55,17 @@ class RefusedFileError(OSError):
     """A file refused before it was read whole: not a regular file, or larger than its limit."""
 
 
+def file_state(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
+    """What tells that the file at ``path`` may have changed since it was read, without reading
+    it again: its device, inode, size, modification and change times; None when it cannot be
+    stat'ed. Replaced (another inode), written (times) or resized, it differs."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
 def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
     """The bytes of the regular file at ``path`` (links followed), at most ``limit`` of them;
     :class:`RefusedFileError` for anything else, or the ``OSError`` opening it raises."""

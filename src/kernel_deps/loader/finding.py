@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kernel_deps.core.boundedread import file_state
 from kernel_deps.core.errors import LockfileError, LockNotFoundError
 from kernel_deps.core.records import Record
 from kernel_deps.core.settings import LOCK_NAME, PYPROJECT_NAME
@@ -113,7 +114,7 @@ def _judged(path: Path, origin: str, shown: str, online: bool = False) -> LockSo
     longer agrees with the requirements is loaded from with a StaleLockWarning."""
     found = read_lock(path, purpose="load")
     project_dir = path.parent
-    key = (found.text, _stat_key(project_dir / PYPROJECT_NAME))
+    key = (found.text, file_state(project_dir / PYPROJECT_NAME))
     known = _judgements.get(path)
     if known is None or known[0] != key:
         from kernel_deps.lock.freshness import judge_for_use, read_rules
@@ -154,14 +155,6 @@ def _lock_of_pins(found: LockRead, rules: ProjectRules | None, shown: str, onlin
 
     return lock_of_pins(found, HubClient(), rules.policy if rules is not None else None,
                         rules.publishers if rules is not None else (), doing="refusing to load")  # fmt: skip
-
-
-def _stat_key(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return (stat.st_mtime_ns, stat.st_size)
 
 
 def calling_module() -> str | None:

@@ -44,13 +44,12 @@ entries), ``projectedit`` and ``errors``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, overload
 
-from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, read_bounded
+from kernel_deps.core.boundedread import PROJECT_FILE_LIMIT, file_state, read_bounded
 from kernel_deps.core.errors import LockfileError
 from kernel_deps.core.records import Record
 from kernel_deps.lock.entries import LockedKernel, LockedPin, VariantLock
@@ -229,17 +228,16 @@ def newer_lock_warning(found: LockRead) -> str | None:
             "is not checked; upgrade kernel-deps")  # fmt: skip
 
 
-# Path -> ((mtime, size) when read, the read): the loader's reads, one parse per change of the file.
-_loaded: dict[Path, tuple[tuple[int, int], LockRead]] = {}
+# Path -> (its file_state when read, the read): the loader's reads, one parse per change of the file.
+_loaded: dict[Path, tuple[tuple[int, ...], LockRead]] = {}
 
 
 def _read_for_load(path: Path) -> LockRead:
-    """:func:`read_lock` for the loader: parsed again only when the file changes (size or mtime)."""
-    try:
-        stat = os.stat(path)
-    except OSError:  # read anyway: it raises the usual, clear error
+    """:func:`read_lock` for the loader: parsed again only when the file changes (replaced,
+    written or resized: :func:`~kernel_deps.core.boundedread.file_state`)."""
+    key = file_state(path)
+    if key is None:  # read anyway: it raises the usual, clear error
         return parse_lock(_read_text(path), source=str(path), purpose="load")
-    key = (stat.st_mtime_ns, stat.st_size)
     cached = _loaded.get(path)
     if cached is None or cached[0] != key:
         cached = _loaded[path] = (key, parse_lock(_read_text(path), source=str(path), purpose="load"))

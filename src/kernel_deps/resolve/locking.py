@@ -8,11 +8,11 @@ before it reads the files until the lock is written (:func:`kernel_deps.project.
 
 from __future__ import annotations
 
-import os
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
+from kernel_deps.core.boundedread import file_state
 from kernel_deps.core.records import Record, replaceable
 from kernel_deps.core.settings import PYPROJECT_NAME, is_offline
 from kernel_deps.core.spec import KernelRequirement
@@ -167,12 +167,7 @@ def _read_early(project_dir: Path) -> tuple[Project, tuple] | None:
 
 
 def _file_state(project_dir: Path) -> tuple[int, ...] | None:
-    """What tells pyproject.toml's content changed without reading it: device, inode, size, times."""
-    try:
-        info = os.stat(project_dir / PYPROJECT_NAME)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+    return file_state(project_dir / PYPROJECT_NAME)
 
 
 def lock_while_editing(
