@@ -16,6 +16,7 @@ from kernel_deps.loader.api import (
     KernelNotCachedError,
     KernelNotLockedError,
     LockNotFoundError,
+    StaleLockWarning,
     calling_module,
     find_lock,
 )
@@ -210,3 +211,29 @@ def test_a_kernel_with_dependencies_downloads_and_loads_on_a_cold_cache(hub_env,
     activation = cache.find_repo_dir("kernels-test/activation")
     assert activation is None or not (activation / "snapshots").exists()
     assert get_kernel("kernels-test/layer-norm", version=">=0.1", trust_remote_code=True).__version__ == "0.2.0"
+
+
+def test_a_lock_replaced_with_the_same_size_and_time_is_read_again(hub_env, tmp_path) -> None:
+    # A long-lived process loads from a lock; the file is then replaced by another lock of the
+    # same size, its modification time put back (as `cp -p` or `rsync -t` leave it). The next
+    # load follows the lock as it is now, not the one this process read first.
+    import os
+
+    repo_id = unique_repo(hub_env, "replaced-lock", Release("1.0.0"), Release("1.1.0"))
+    newer = write_project(tmp_path / "newer", f'"{repo_id}" = ">=1,<2.0"', locked=True)  # as long as <1.1
+    older = write_project(tmp_path / "older", f'"{repo_id}" = ">=1,<1.1"', locked=True)
+    for project in (newer, older):
+        download_project(project)
+    lock = newer / "kernels.lock"
+    assert load_kernel(repo_id, lockfile=lock).__version__ == "1.1.0"
+    replacement = (older / "kernels.lock").read_bytes()
+    before = os.stat(lock)
+    assert len(replacement) == before.st_size and replacement != lock.read_bytes()
+    staged = lock.with_name("kernels.lock.new")
+    staged.write_bytes(replacement)
+    os.utime(staged, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(staged, lock)
+    assert os.stat(lock).st_mtime_ns == before.st_mtime_ns
+    # Judged as it is now, too: it was made for the other project's range.
+    with pytest.warns(StaleLockWarning, match="does not agree with pyproject.toml"):
+        assert load_kernel(repo_id, lockfile=lock).__version__ == "1.0.0"
