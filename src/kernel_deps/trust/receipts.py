@@ -18,6 +18,12 @@ other permission bits); anything else, a key that cannot be made or a folder tha
 written, means no receipts (every bundle verified in full), never an error. Nothing here
 imports sigstore, cryptography or pydantic; receipts are written through
 :func:`kernel_deps.core.ownedfs.write_file`.
+
+Receipts do not pile up: a receipt honoured has its modification time moved to now (at most
+once a day), and keeping a new receipt removes those not honoured for :data:`UNUSED_DAYS`
+days (regular files named as receipts are, through :func:`kernel_deps.core.ownedfs.remove`;
+anything else in the folder stays). A receipt removed costs one full verification the next
+time its inputs come back, which keeps a receipt again.
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ import hmac
 import importlib.util
 import json
 import os
+import re
 import stat
+import time
 from pathlib import Path
 
 from kernel_deps.core import jsondoc
@@ -42,6 +50,9 @@ KEY_NAME = "receipt-key"
 RECEIPTS = "receipts"
 KEY_BYTES = 32
 MAX_RECEIPT_BYTES = 64 << 10
+UNUSED_DAYS = 90  # a receipt not honoured for this long is removed when another is kept
+_DAY = 24 * 3600
+_RECEIPT_NAME = re.compile(r"[0-9a-f]{64}")  # what _name makes: anything else in the folder is not a receipt
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _NAME_TAG = b"kernel-deps receipt name\0"
 _CONTENT_TAG = b"kernel-deps receipt content\0"
@@ -111,7 +122,8 @@ def recall(inputs: bytes) -> VariantSigner | None:
     key = _key(folder, create=False) if folder is not None else None
     if key is None or not _private_folder(folder / RECEIPTS, create=False):
         return None
-    data = _read_private(folder / RECEIPTS / _name(key, inputs), MAX_RECEIPT_BYTES, owned=False)
+    path = folder / RECEIPTS / _name(key, inputs)
+    data = _read_private(path, MAX_RECEIPT_BYTES, owned=False)
     if data is None:
         return None
     try:
@@ -126,9 +138,11 @@ def recall(inputs: bytes) -> VariantSigner | None:
     if not hmac.compare_digest(mac, _content_mac(key, inputs, signer)):
         return None
     try:
-        return VariantSigner.from_dict(signer)
+        held = VariantSigner.from_dict(signer)
     except ValueError:
         return None
+    _mark_used(path)
+    return held
 
 
 def record(inputs: bytes, signer: VariantSigner) -> None:
@@ -144,7 +158,38 @@ def record(inputs: bytes, signer: VariantSigner) -> None:
     try:
         ownedfs.write_file(folder.parent, folder / RECEIPTS / _name(key, inputs), data, mode=0o600)
     except (OSError, KernelDepsError):
-        pass  # a full disk or a folder swapped for a link: the next run verifies in full again
+        return  # a full disk or a folder swapped for a link: the next run verifies in full again
+    _remove_unused(folder)
+
+
+def _mark_used(path: Path) -> None:
+    """Move the modification time of the receipt ``path`` (never through a link) to now when it
+    is a day old or more: the age :func:`_remove_unused` judges by. Nothing when it cannot."""
+    try:
+        if os.lstat(path).st_mtime <= time.time() - _DAY:
+            os.utime(path, follow_symlinks=False)
+    except (OSError, NotImplementedError):
+        pass  # a read-only state folder: the receipt may be removed after UNUSED_DAYS, and made again
+
+
+def _remove_unused(folder: Path) -> None:
+    """Remove the receipts of ``folder`` not honoured for :data:`UNUSED_DAYS` days: regular
+    files named as receipts, each removed as itself (a link, a folder or another name stays)."""
+    from kernel_deps.core import ownedfs
+
+    receipts = folder / RECEIPTS
+    unused_since = time.time() - UNUSED_DAYS * _DAY
+    try:
+        with os.scandir(receipts) as entries:
+            old = [entry.name for entry in entries if _RECEIPT_NAME.fullmatch(entry.name)
+                   and entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < unused_since]  # fmt: skip
+    except OSError:
+        return
+    for name in old:
+        try:
+            ownedfs.remove(folder.parent, receipts / name)
+        except (OSError, KernelDepsError):
+            pass  # gone already (another process pruned it), or the folder swapped for a link
 
 
 def _key(folder: Path, *, create: bool) -> bytes | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -99,3 +100,42 @@ def test_a_key_of_the_wrong_size_or_a_receipt_that_is_not_one_is_no_receipt(priv
     assert receipts.recall(inputs()) is None
     receipts.record(inputs(), signer())  # a bad key is not replaced: receipts stay off
     assert receipts.recall(inputs()) is None
+
+
+def test_receipts_not_honoured_for_ninety_days_are_removed_when_another_is_kept(
+    private_state_home: Path, tmp_path: Path
+) -> None:
+    folder = private_state_home / "kernel-deps" / "receipts"
+    receipts.record(inputs("old"), signer())
+    receipts.record(inputs("used"), signer())
+    old, used = (folder / receipts._name(receipts._key(folder.parent, create=False), inputs(v)) for v in ("old", "used"))
+    long_ago = time.time() - (receipts.UNUSED_DAYS + 1) * 86400
+    # Planted beside them, as old: a link named as a receipt (to a file of the user's), a
+    # folder named as one, and a file of another name. None of them is a receipt kernel-deps made.
+    outside = tmp_path / "precious"
+    outside.write_bytes(b"keep")
+    link = folder / ("a" * 64)
+    link.symlink_to(outside)
+    (folder / ("b" * 64)).mkdir()
+    (folder / "notes.txt").write_bytes(b"")
+    for path in (old, used, folder / ("b" * 64), folder / "notes.txt"):
+        os.utime(path, (long_ago, long_ago))
+    os.utime(link, (long_ago, long_ago), follow_symlinks=False)
+
+    assert receipts.recall(inputs("used")) == signer()  # honoured: marked used now
+    assert used.stat().st_mtime > time.time() - 60
+    receipts.record(inputs("new"), signer())  # keeping another removes what was not honoured
+
+    assert not old.exists() and receipts.recall(inputs("old")) is None
+    assert receipts.recall(inputs("used")) == signer() and receipts.recall(inputs("new")) == signer()
+    assert link.is_symlink() and outside.read_bytes() == b"keep"
+    assert (folder / ("b" * 64)).is_dir() and (folder / "notes.txt").exists()
+
+
+def test_a_receipt_honoured_again_within_a_day_is_not_written_to(private_state_home: Path) -> None:
+    receipts.record(inputs(), signer())
+    (receipt,) = (private_state_home / "kernel-deps" / "receipts").iterdir()
+    an_hour_ago = time.time() - 3600
+    os.utime(receipt, (an_hour_ago, an_hour_ago))
+    assert receipts.recall(inputs()) == signer()
+    assert receipt.stat().st_mtime == an_hour_ago  # a warm command reads; it marks a receipt at most once a day
