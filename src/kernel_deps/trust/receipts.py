@@ -20,8 +20,8 @@ imports sigstore, cryptography or pydantic; receipts are written through
 :func:`kernel_deps.core.ownedfs.write_file`.
 
 Receipts do not pile up: a receipt honoured has its modification time moved to now (at most
-once a day), and keeping a new receipt removes those not honoured for :data:`UNUSED_DAYS`
-days (regular files named as receipts are, through :func:`kernel_deps.core.ownedfs.remove`;
+once a day), and the first receipt a process keeps removes those not honoured for
+:data:`UNUSED_DAYS` days (regular files named as receipts are, through :func:`kernel_deps.core.ownedfs.remove`;
 anything else in the folder stays). A receipt removed costs one full verification the next
 time its inputs come back, which keeps a receipt again.
 """
@@ -53,6 +53,7 @@ MAX_RECEIPT_BYTES = 64 << 10
 UNUSED_DAYS = 90  # a receipt not honoured for this long is removed when another is kept
 _DAY = 24 * 3600
 _RECEIPT_NAME = re.compile(r"[0-9a-f]{64}")  # what _name makes: anything else in the folder is not a receipt
+_looked_through = False  # whether this process has removed unused receipts (once is enough)
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _NAME_TAG = b"kernel-deps receipt name\0"
 _CONTENT_TAG = b"kernel-deps receipt content\0"
@@ -174,7 +175,12 @@ def _mark_used(path: Path) -> None:
 
 def _remove_unused(folder: Path) -> None:
     """Remove the receipts of ``folder`` not honoured for :data:`UNUSED_DAYS` days: regular
-    files named as receipts, each removed as itself (a link, a folder or another name stays)."""
+    files named as receipts, each removed as itself (a link, a folder or another name stays).
+    Once per process: a lock keeping sixty receipts looks through the folder once."""
+    global _looked_through
+    if _looked_through:
+        return
+    _looked_through = True
     from kernel_deps.core import ownedfs
 
     receipts = folder / RECEIPTS

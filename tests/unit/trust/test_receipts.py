@@ -103,7 +103,7 @@ def test_a_key_of_the_wrong_size_or_a_receipt_that_is_not_one_is_no_receipt(priv
 
 
 def test_receipts_not_honoured_for_ninety_days_are_removed_when_another_is_kept(
-    private_state_home: Path, tmp_path: Path
+    private_state_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = private_state_home / "kernel-deps" / "receipts"
     receipts.record(inputs("old"), signer())
@@ -124,7 +124,11 @@ def test_receipts_not_honoured_for_ninety_days_are_removed_when_another_is_kept(
 
     assert receipts.recall(inputs("used")) == signer()  # honoured: marked used now
     assert used.stat().st_mtime > time.time() - 60
+    monkeypatch.setattr(receipts, "_looked_through", False)  # as in a process that has kept none yet
     receipts.record(inputs("new"), signer())  # keeping another removes what was not honoured
+    os.utime(used, (long_ago, long_ago))
+    receipts.record(inputs("newer"), signer())  # once per process: the folder is not looked through again
+    assert used.exists()
 
     assert not old.exists() and receipts.recall(inputs("old")) is None
     assert receipts.recall(inputs("used")) == signer() and receipts.recall(inputs("new")) == signer()
