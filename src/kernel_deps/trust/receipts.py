@@ -21,9 +21,9 @@ imports sigstore, cryptography or pydantic; receipts are written through
 
 Receipts do not pile up: a receipt honoured has its modification time moved to now (at most
 once a day), and the first receipt a process keeps removes those not honoured for
-:data:`UNUSED_DAYS` days (regular files named as receipts are, through :func:`kernel_deps.core.ownedfs.remove`;
-anything else in the folder stays). A receipt removed costs one full verification the next
-time its inputs come back, which keeps a receipt again.
+:data:`UNUSED_DAYS` days (regular files named as receipts are, through
+:func:`kernel_deps.core.ownedfs.remove`; anything else in the folder stays). A receipt removed
+costs one full verification the next time its inputs come back, which keeps a receipt again.
 """
 
 from __future__ import annotations
