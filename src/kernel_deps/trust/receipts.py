@@ -188,7 +188,8 @@ def _remove_unused(folder: Path) -> None:
     try:
         with os.scandir(receipts) as entries:
             old = [entry.name for entry in entries if _RECEIPT_NAME.fullmatch(entry.name)
-                   and entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < unused_since]  # fmt: skip
+                   and entry.is_file(follow_symlinks=False)
+                   and entry.stat(follow_symlinks=False).st_mtime < unused_since]  # fmt: skip
     except OSError:
         return
     for name in old:

@@ -108,7 +108,8 @@ def test_receipts_not_honoured_for_ninety_days_are_removed_when_another_is_kept(
     folder = private_state_home / "kernel-deps" / "receipts"
     receipts.record(inputs("old"), signer())
     receipts.record(inputs("used"), signer())
-    old, used = (folder / receipts._name(receipts._key(folder.parent, create=False), inputs(v)) for v in ("old", "used"))
+    key = receipts._key(folder.parent, create=False)
+    old, used = (folder / receipts._name(key, inputs(variant)) for variant in ("old", "used"))
     long_ago = time.time() - (receipts.UNUSED_DAYS + 1) * 86400
     # Planted beside them, as old: a link named as a receipt (to a file of the user's), a
     # folder named as one, and a file of another name. None of them is a receipt kernel-deps made.
