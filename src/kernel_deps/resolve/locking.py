@@ -139,7 +139,8 @@ def relock(
 
         hub = hub or HubClient()
         with hub.operation(), editing(Path(project_dir), hub=hub, notice=notice):
-            project = early[0] if early is not None and _file_state(Path(project_dir)) == early[1] else None
+            same = early is not None and file_state(Path(project_dir) / PYPROJECT_NAME) == early[1]
+            project = early[0] if same else None
             project = project or read_project_record(Path(project_dir))
             assert project is not None
             report = lock_while_editing(project, hub=hub, mode=LockMode.WRITE, requirements=requirements,
@@ -155,19 +156,15 @@ def _read_early(project_dir: Path) -> tuple[Project, tuple] | None:
     from kernel_deps.trust import worker
 
     try:
-        before = _file_state(project_dir)
+        before = file_state(project_dir / PYPROJECT_NAME)
         project = read_project_record(project_dir)
         policy = project.policy if project is not None else None
     except (KernelDepsError, OSError, ValueError):
         return None
     if policy is not None and (policy.require or policy.identities or policy.kernel_identities):
         worker.start(policy.trusted_root)
-    unchanged = before is not None and _file_state(project_dir) == before
+    unchanged = before is not None and file_state(project_dir / PYPROJECT_NAME) == before
     return (project, before) if project is not None and unchanged else None
-
-
-def _file_state(project_dir: Path) -> tuple[int, ...] | None:
-    return file_state(project_dir / PYPROJECT_NAME)
 
 
 def lock_while_editing(

@@ -165,11 +165,14 @@ def record(inputs: bytes, signer: VariantSigner) -> None:
 
 def _mark_used(path: Path) -> None:
     """Move the modification time of the receipt ``path`` (never through a link) to now when it
-    is a day old or more: the age :func:`_remove_unused` judges by. Nothing when it cannot."""
+    is a day old or more: the age :func:`_remove_unused` judges by. Nothing where a link's own
+    times cannot be set (then a receipt lives UNUSED_DAYS from when it was made, and is made again)."""
+    if os.utime not in os.supports_follow_symlinks:
+        return
     try:
         if os.lstat(path).st_mtime <= time.time() - _DAY:
             os.utime(path, follow_symlinks=False)
-    except (OSError, NotImplementedError):
+    except OSError:
         pass  # a read-only state folder: the receipt may be removed after UNUSED_DAYS, and made again
 
 
